@@ -1,0 +1,77 @@
+// The layer contract (Caffe-style): setup checks the inputs' per-sample shapes
+// and returns the output's; forward computes a batch; backward accumulates
+// parameter gradients (+=) and overwrites input gradients.
+//
+// Ownership and threading: a Layer instance belongs to one model replica and is
+// used by one thread at a time. Its parameters are views into the shared flat
+// parameter buffer and its parameter gradients views into the replica's own flat
+// gradient buffer (bind()). Layers may keep scratch buffers as members.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor/tensor.h"
+
+namespace dtrain {
+
+enum class InitKind { Zeros, HeNormal, GlorotUniform };
+
+// One trainable tensor of a layer, as the layer declares it after setup().
+struct ParamSpec {
+  std::string name;   // local name: "weight", "bias"
+  Shape shape;
+  InitKind init = InitKind::Zeros;
+  int64_t fan_in = 0;
+  int64_t fan_out = 0;
+};
+
+// Per-call facts a layer may need.
+struct LayerContext {
+  bool training = true;
+  // Mixed from the job seed and the global step: dropout masks derive from it,
+  // the layer's index and the sample's index in the global batch, so they do not
+  // depend on how the batch is split across threads or ranks.
+  uint64_t seed = 0;
+  int64_t sample_offset = 0;  // index of this slice's first sample in the global batch
+  int layer_index = 0;
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual std::string type() const = 0;
+  // How many inputs the layer takes (1 for all layers so far).
+  virtual int numInputs() const { return 1; }
+
+  // Per-sample input shapes (no batch extent) -> per-sample output shape.
+  // Throws ShapeError whose message names the layer and the expectation.
+  virtual Shape setup(const std::vector<Shape>& inputs) = 0;
+  // Trainable tensors, valid after setup(). Empty for parameter-free layers.
+  virtual std::vector<ParamSpec> paramSpecs() const { return {}; }
+  // Views into the flat buffers, in paramSpecs() order.
+  virtual void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {}
+
+  // in[i]: [N, ...input shape i]; out: [N, ...output shape], preallocated.
+  virtual void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) = 0;
+  // dout: gradient of the loss w.r.t. out. din[i] is null when input i needs no
+  // gradient (the network input); otherwise it is overwritten.
+  virtual void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                        const std::vector<Tensor*>& din, const LayerContext& ctx) = 0;
+
+  // Multiply-adds count twice; per sample; valid after setup().
+  virtual int64_t forwardFlops() const { return 0; }
+  // One-line description of the configuration for the model summary ("3x3/1 pad 1").
+  virtual std::string describe() const { return ""; }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace dtrain

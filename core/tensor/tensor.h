@@ -1,0 +1,62 @@
+// Tensor = shape + dtype + device + shared storage.
+// Ownership: storage is reference counted; copies of a Tensor alias the same
+// memory. view() wraps memory owned elsewhere (e.g. the flat parameter buffer)
+// without owning it. Not thread-safe for concurrent writes to one tensor.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/tensor/shape.h"
+
+namespace dtrain {
+
+enum class DType : uint8_t { F32 };
+
+struct Device {
+  enum class Kind : uint8_t { Cpu, Cuda };
+  Kind kind = Kind::Cpu;
+  int index = 0;
+  static Device cpu() { return Device{}; }
+  bool isCpu() const { return kind == Kind::Cpu; }
+  std::string str() const { return isCpu() ? "cpu" : "cuda:" + std::to_string(index); }
+  bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // Uninitialised memory, 64-byte aligned.
+  static Tensor empty(const Shape& shape, Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, Device device = Device::cpu());
+  // A non-owning view of `count` floats at `data`; the caller keeps them alive.
+  static Tensor view(float* data, const Shape& shape, Device device = Device::cpu());
+
+  bool defined() const { return data_ != nullptr || shape_.numel() == 0; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return shape_.numel(); }
+  int64_t dim(size_t i) const { return shape_[i]; }
+  DType dtype() const { return DType::F32; }
+  Device device() const { return device_; }
+
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+
+  // Same memory, another shape of the same element count.
+  Tensor reshape(const Shape& shape) const;
+  // Rows [start, start+len) of the leading dimension, sharing memory.
+  Tensor narrow(int64_t start, int64_t len) const;
+
+  void fill(float v);
+  void zero() { fill(0.0f); }
+  void copyFrom(const Tensor& src);
+
+ private:
+  std::shared_ptr<void> storage_;  // null for views
+  float* data_ = nullptr;
+  Shape shape_;
+  Device device_;
+};
+
+}  // namespace dtrain
