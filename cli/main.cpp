@@ -1,2 +1,62 @@
+// dtrain: train, check, evaluate and resume jobs described by a TOML file.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
-int main() { std::puts("dtrain: under construction"); return 0; }
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+
+int main(int argc, char** argv) {
+  using namespace dtrain::cli;
+  CLI::App app{"dtrain: distributed deep-learning training from a TOML job file"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dtrain 0.1.0");
+
+  TrainArgs train;
+  auto* train_cmd = app.add_subcommand("train", "Train the model a job file describes");
+  train_cmd->add_option("job", train.job_file, "Job file (TOML)")->required();
+  train_cmd->add_option("--set", train.overrides, "Override a job key: --set optimizer.lr=0.02")->take_all();
+  train_cmd->add_flag("-q,--quiet", train.quiet, "No progress output");
+  train_cmd->add_flag("--overwrite", train.overwrite,
+                      "Start over in a run directory that already holds checkpoints (deletes them)");
+
+  CheckArgs check;
+  auto* check_cmd = app.add_subcommand("check", "Validate a job file; print the resolved job and a model summary");
+  check_cmd->add_option("job", check.job_file, "Job file (TOML)")->required();
+  check_cmd->add_option("--set", check.overrides, "Override a job key")->take_all();
+
+  EvalArgs eval;
+  auto* eval_cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the test split");
+  eval_cmd->add_option("checkpoint", eval.checkpoint, "Checkpoint directory, its `latest` link, or a run directory")
+      ->required();
+  eval_cmd->add_flag("--json", eval.json, "Print one JSON object {loss, accuracy, samples}");
+
+  ResumeArgs resume;
+  auto* resume_cmd = app.add_subcommand("resume", "Continue a run from its latest complete checkpoint");
+  resume_cmd->add_option("run_dir", resume.run_dir, "Run directory (job.run_dir)")->required();
+  resume_cmd->add_flag("-q,--quiet", resume.quiet, "No progress output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitBadConfig;
+  }
+
+  try {
+    if (*train_cmd) return runTrain(train);
+    if (*check_cmd) return runCheck(check);
+    if (*eval_cmd) return runEval(eval);
+    if (*resume_cmd) return runResume(resume);
+  } catch (const dtrain::ConfigError& e) {
+    std::fprintf(stderr, "dtrain: error: %s\n", e.what());
+    return kExitBadConfig;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "dtrain: error: out of memory; use a smaller batch_size or model\n");
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtrain: error: %s\n", e.what());
+    return kExitFailure;
+  }
+  return kExitFailure;
+}

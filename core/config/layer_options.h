@@ -27,6 +27,13 @@ class LayerOptions {
   LayerOptions() = default;
   // `layer` names the layer in messages; `pos` is its table's position.
   LayerOptions(std::string layer, SourcePos pos) : layer_(std::move(layer)), pos_(std::move(pos)) {}
+  // With the layer's type too, so finish() can say "'conv1' (conv2d) has unknown option ...".
+  LayerOptions(std::string layer, std::string type, SourcePos pos)
+      : layer_(std::move(layer)), type_(std::move(type)), pos_(std::move(pos)) {}
+
+  const std::string& layer() const { return layer_; }
+  const std::string& type() const { return type_; }
+  const SourcePos& pos() const { return pos_; }
 
   void set(const std::string& key, Value v, SourcePos pos) { entries_[key] = {std::move(v), std::move(pos)}; }
   bool has(const std::string& key) const { return entries_.count(key) != 0; }
@@ -50,6 +57,7 @@ class LayerOptions {
 
  private:
   std::string layer_;
+  std::string type_;
   SourcePos pos_;
   std::map<std::string, Entry> entries_;
   mutable std::set<std::string> read_;

@@ -65,7 +65,16 @@ class Layer {
   virtual void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                         const std::vector<Tensor*>& din, const LayerContext& ctx) = 0;
 
-  // Multiply-adds count twice; per sample; valid after setup().
+  // Optional fusion, called after setup() and before bind(): the model may ask
+  // a layer to apply the element-wise activation layer of type `type` (e.g.
+  // "relu") that reads only its output, and then drop that layer. Returns true
+  // when the layer accepted: from then on its `out` holds activated values
+  // (in forward and backward) and its backward applies the activation's
+  // gradient itself. Saves the activation's memory passes. Default: declines.
+  virtual bool fuseActivation(const std::string& type) { return false; }
+
+  // Multiply-adds count twice; per sample; valid after setup() (and after a
+  // fuseActivation, which adds the activation's element ops).
   virtual int64_t forwardFlops() const { return 0; }
   // One-line description of the configuration for the model summary ("3x3/1 pad 1").
   virtual std::string describe() const { return ""; }

@@ -1,0 +1,43 @@
+// The subcommands. Each parses nothing itself (CLI11 does, in main.cpp),
+// returns the process exit code, and lets dtrain::Error escape to main, which
+// prints it as one line.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace dtrain::cli {
+
+// Exit codes, documented in the README.
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;      // a runtime error (data, checkpoint, I/O)
+constexpr int kExitBadConfig = 2;    // the job file or command line is wrong
+// Stopped by a signal after writing a checkpoint: 128 + the signal number,
+// as a shell reports a process killed by it (130 for Ctrl-C, 143 for SIGTERM).
+
+struct TrainArgs {
+  std::string job_file;
+  std::vector<std::string> overrides;
+  bool quiet = false;
+  bool overwrite = false;  // replace an existing run directory's checkpoints and metrics
+};
+int runTrain(const TrainArgs& args);
+
+struct CheckArgs {
+  std::string job_file;
+  std::vector<std::string> overrides;
+};
+int runCheck(const CheckArgs& args);
+
+struct EvalArgs {
+  std::string checkpoint;  // a checkpoint dir, a `latest` link or a run dir
+  bool json = false;
+};
+int runEval(const EvalArgs& args);
+
+struct ResumeArgs {
+  std::string run_dir;
+  bool quiet = false;
+};
+int runResume(const ResumeArgs& args);
+
+}  // namespace dtrain::cli

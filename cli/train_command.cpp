@@ -1,0 +1,47 @@
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "cli/run_report.h"
+#include "core/config/parse_job.h"
+#include "core/config/validate_job.h"
+#include "core/errors.h"
+#include "core/train/checkpoint.h"
+#include "core/train/progress.h"
+#include "core/train/trainer.h"
+
+namespace dtrain::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A new run must not silently destroy an earlier run's checkpoints.
+void prepareRunDir(const std::string& run_dir, bool overwrite) {
+  std::error_code ec;
+  fs::path ckpts = fs::path(run_dir) / "checkpoints";
+  bool has_checkpoints = fs::exists(ckpts, ec) && !listCheckpoints(run_dir).empty();
+  bool has_metrics = fs::exists(fs::path(run_dir) / "metrics.jsonl", ec);
+  if (!has_checkpoints && !has_metrics) return;
+  if (!overwrite)
+    throw ConfigError("run directory " + run_dir + " already holds a run; continue it with `dtrain resume " +
+                      run_dir + "`, start over with --overwrite, or choose another [job] run_dir");
+  fs::remove_all(ckpts, ec);
+  if (ec) throw IoError("cannot remove " + ckpts.string() + ": " + ec.message());
+  fs::remove(fs::path(run_dir) / "metrics.jsonl", ec);
+}
+
+}  // namespace
+
+int runTrain(const TrainArgs& args) {
+  JobConfig job = parseJobFile(args.job_file, args.overrides);
+  validateJob(job);
+  prepareRunDir(job.job.run_dir, args.overwrite);
+  TrainerOptions options;
+  options.terminal = ProgressDisplay::isTerminal(stdout);
+  options.quiet = args.quiet;
+  Trainer trainer(job, options);
+  return reportOutcome(trainer.run(nullptr), job.job.run_dir);
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,46 @@
+// Softmax cross-entropy: the loss and its gradient in one pass over the logits.
+// Rows are short (the class count), so this is computed in double per row for
+// an accurate loss; the cost is negligible next to the layers.
+#include <cmath>
+#include <string>
+
+#include "core/backend/ops.h"
+#include "core/errors.h"
+
+namespace dtrain::ops {
+
+double softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
+                           float grad_scale, float* dlogits, int64_t* correct) {
+  // Validate every label first so a bad batch leaves no partial results.
+  for (int64_t r = 0; r < n; ++r)
+    if (labels[r] < 0 || labels[r] >= classes)
+      throw Error("label " + std::to_string(labels[r]) + " of sample " + std::to_string(r) +
+                  " is out of range for " + std::to_string(classes) + " classes (expected 0.." +
+                  std::to_string(classes - 1) + ")");
+  double total = 0.0;
+  int64_t hits = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    const float* z = logits + r * classes;
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c)
+      if (z[c] > z[best]) best = c;
+    const double zmax = z[best];
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c]) - zmax);
+    const int32_t label = labels[r];
+    total += std::log(sum) - (static_cast<double>(z[label]) - zmax);
+    hits += best == label;
+    if (dlogits) {
+      float* d = dlogits + r * classes;
+      const double inv = 1.0 / sum;
+      for (int64_t c = 0; c < classes; ++c) {
+        const double p = std::exp(static_cast<double>(z[c]) - zmax) * inv;
+        d[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * grad_scale);
+      }
+    }
+  }
+  if (correct) *correct += hits;
+  return total;
+}
+
+}  // namespace dtrain::ops

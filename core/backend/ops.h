@@ -1,0 +1,147 @@
+// The numeric kernels the layers are built from: raw pointers and extents, no
+// tensors, no allocation. Declared once here; the CPU implementations live in
+// core/backend/cpu/, future CUDA ones in core/backend/cuda/ behind the same
+// declarations.
+//
+// Conventions: row-major, images NCHW, one float per element. A function that
+// "accumulates" adds (+=) into its output; one that "writes" overwrites it
+// completely (callers need not zero it first). Every function is reentrant: no
+// static mutable state, so different threads may call them on different buffers.
+#pragma once
+#include <cstdint>
+
+namespace dtrain::ops {
+
+// ---------------------------------------------------------------- geometry --
+
+// A sliding 2-D window over `channels` planes of height x width, as used by
+// convolution and pooling. Padding is implicit (never materialised).
+struct Window2d {
+  int64_t channels = 1, height = 1, width = 1;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+
+  int64_t outHeight() const { return (height + 2 * pad_h - kernel_h) / stride_h + 1; }
+  int64_t outWidth() const { return (width + 2 * pad_w - kernel_w) / stride_w + 1; }
+  int64_t inPlane() const { return height * width; }
+  int64_t outPlane() const { return outHeight() * outWidth(); }
+};
+
+// -------------------------------------------------------------------- gemm --
+
+// c[m,n] = alpha * op(a)[m,k] * op(b)[k,n] + beta * c[m,n]; op transposes when
+// asked. Leading dimensions are row strides of the stored (untransposed)
+// matrices. With beta == 0, c is written without being read.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// ------------------------------------------------------ bias + activation --
+
+// y[r,c] = act(y[r,c] + bias[c]) for a [rows, cols] matrix (dense layers).
+// bias may be null; act is relu when `relu`, else the identity.
+void biasActRows(float* y, const float* bias, int64_t rows, int64_t cols, bool relu);
+// y[p,i] = act(y[p,i] + bias[p]) for `planes` planes of `plane` elements (conv).
+void biasActPlanes(float* y, const float* bias, int64_t planes, int64_t plane, bool relu);
+// dbias[c] += sum over rows of dy[r,c].
+void biasGradRows(const float* dy, int64_t rows, int64_t cols, float* dbias);
+// dbias[p] += sum of plane p of dy ([planes, plane]).
+void biasGradPlanes(const float* dy, int64_t planes, int64_t plane, float* dbias);
+
+// y = max(x, 0); x and y may be the same buffer.
+void reluForward(const float* x, float* y, int64_t n);
+// dx = y > 0 ? dy : 0, where y is relu's output; dx may alias dy.
+void reluBackward(const float* y, const float* dy, float* dx, int64_t n);
+
+// ------------------------------------------------------------ convolution --
+
+// One sample: x [C,H,W] -> col [C*kh*kw, Ho*Wo] (row (c,i,j), column (oy,ox));
+// padded positions read as zero. Writes col.
+void im2col(const float* x, const Window2d& g, float* col);
+// The adjoint of im2col for one sample: writes dx [C,H,W] as the sum of the
+// col entries that read each input element.
+void col2im(const float* col, const Window2d& g, float* dx);
+
+// 3x3 stride-1 convolution by Winograd's F(2x2,3x3) minimal filtering: each
+// 2x2 output tile costs 16 multiplies per (filter, channel) instead of 36.
+// Tiles cover the output in 2x2 blocks (tilesH x tilesW per sample, the last
+// row/column of tiles clipped when the output extent is odd); a transformed
+// tensor is laid out [16][rows][ld] with one column per tile, so the 16
+// products are ordinary gemms: M_xi[F,T] = U_xi[F,C] * V_xi[C,T].
+// Precondition for all winograd* functions: winogradSupported(g).
+constexpr int64_t kWinogradMaxPaddedWidth = 1024;
+// Kernel 3x3, stride 1, padding <= 2, width + 2 * pad_w <= kWinogradMaxPaddedWidth.
+bool winogradSupported(const Window2d& g);
+struct WinogradTiles {
+  int64_t rows = 0, cols = 0;  // tiles per sample along H and W
+  int64_t perSample() const { return rows * cols; }
+};
+WinogradTiles winogradTiles(const Window2d& g);
+// u[16][F][C] = G w G^T for w [F,C,3,3]. Writes u.
+void winogradFilterTransform(const float* w, int64_t filters, int64_t channels, float* u);
+// dw[F,C,3,3] += G^T du G for du [16][F][C] (the weight gradient in the
+// transformed domain, see winogradGradOutputTransform).
+void winogradFilterGradTransform(const float* du, int64_t filters, int64_t channels, float* dw);
+// v[16][C][ldv] = B^T d B for every 4x4 input tile d of samples x[0..n) [n,C,H,W];
+// sample s's tiles occupy columns [s*T, (s+1)*T). Writes v.
+void winogradInputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv);
+// y[n,F,Ho,Wo] = act(A^T m A + bias) for m [16][F][ldm]. bias may be null. Writes y.
+void winogradOutputTransform(const float* m, int64_t ldm, int64_t n, int64_t filters, const Window2d& g,
+                             const float* bias, bool relu, float* y);
+// z[16][F][ldz] = A dy A^T for every 2x2 tile of dy [n,F,Ho,Wo] (zero beyond
+// the output edge). When relu_out is given, dy is first masked by relu_out > 0
+// (the backward of a fused relu). Writes z. Then, with v from the forward input:
+//   weight gradient (transformed): du_xi += z_xi * v_xi^T, then winogradFilterGradTransform;
+//   input gradient (transformed):  dv_xi = u_xi^T * z_xi, then winogradGradInputTransform.
+void winogradGradOutputTransform(const float* dy, const float* relu_out, int64_t n, int64_t filters,
+                                 const Window2d& g, float* z, int64_t ldz);
+// dx[n,C,H,W] = sum over tiles of B dv B^T, each 4x4 result added at its tile's
+// input position (tiles overlap by 2; padded positions dropped). Writes dx.
+void winogradGradInputTransform(const float* dv, int64_t ldv, int64_t n, const Window2d& g, float* dx);
+
+// ---------------------------------------------------------------- pooling --
+
+// Max pooling of n samples [n,C,H,W] -> y [n,C,Ho,Wo]; padded positions never
+// win. argmax [n,C,Ho,Wo] receives the index (within the input plane, h*W+w) of
+// each window's maximum, first one on ties. Writes y and argmax.
+void maxPoolForward(const float* x, int64_t n, const Window2d& g, float* y, int32_t* argmax);
+// dx [n,C,H,W] = dy routed to the argmax positions (summed where windows
+// overlap). Writes dx.
+void maxPoolBackward(const float* dy, const int32_t* argmax, int64_t n, const Window2d& g, float* dx);
+// Average pooling, padding counted as zeros (divisor always kh*kw, as PyTorch's
+// count_include_pad=True). Writes y.
+void avgPoolForward(const float* x, int64_t n, const Window2d& g, float* y);
+// The adjoint of avgPoolForward. Writes dx.
+void avgPoolBackward(const float* dy, int64_t n, const Window2d& g, float* dx);
+
+// ---------------------------------------------------------------- dropout --
+
+// Which elements dropout keeps is a pure function of (seed, layer, global
+// sample index, element index within the sample): a counter-based hash, no
+// generator state. So a sample gets the same mask whichever thread or rank
+// processes it and however the batch is split, and backward recomputes the
+// mask instead of storing it. first_sample is the global index of row 0.
+struct DropoutKey {
+  uint64_t seed = 0;
+  int64_t layer = 0;
+  int64_t first_sample = 0;
+};
+// y = keep ? x / (1 - rate) : 0 (inverted dropout), rows = samples of `cols`
+// elements. rate in [0, 1). y must not overlap x.
+void dropoutForward(const float* x, float* y, int64_t rows, int64_t cols, float rate, const DropoutKey& key);
+// dx = keep ? dy / (1 - rate) : 0 with the same mask as dropoutForward.
+void dropoutBackward(const float* dy, float* dx, int64_t rows, int64_t cols, float rate,
+                     const DropoutKey& key);
+
+// ------------------------------------------------------------------- loss --
+
+// Softmax cross-entropy over n rows of `classes` logits. Returns the SUM of the
+// per-sample losses (in double). When dlogits is given it is written with
+// (softmax - onehot(label)) * grad_scale; when correct is given it is
+// incremented by the number of rows whose first maximal logit is the label.
+// Numerically stable (the row maximum is subtracted before exponentiation).
+// Throws dtrain::Error for a label outside [0, classes).
+double softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
+                           float grad_scale, float* dlogits, int64_t* correct);
+
+}  // namespace dtrain::ops

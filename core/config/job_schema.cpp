@@ -1,0 +1,112 @@
+#include "core/config/job_schema.h"
+
+#include <algorithm>
+
+#include "core/config/suggest.h"
+
+namespace dtrain {
+
+// Each entry names the member twice (text and member access); the macro keeps them in step.
+#define DTRAIN_JOB_FIELD(sec, name)                                                                          \
+  JobField {                                                                                                 \
+#sec, #name,                                                                                             \
+        [](JobConfig & j) -> FieldRef { return &j.sec.name; }, [](const JobConfig& j)                        \
+                                                                    -> ConstFieldRef { return &j.sec.name; } \
+  }
+
+const std::vector<JobField>& jobFields() {
+  static const std::vector<JobField> fields = {
+      DTRAIN_JOB_FIELD(job, name),
+      DTRAIN_JOB_FIELD(job, run_dir),
+      DTRAIN_JOB_FIELD(job, seed),
+      DTRAIN_JOB_FIELD(job, threads),
+      DTRAIN_JOB_FIELD(job, device),
+
+      DTRAIN_JOB_FIELD(model, preset),
+      DTRAIN_JOB_FIELD(model, hidden),
+      DTRAIN_JOB_FIELD(model, dropout),
+      DTRAIN_JOB_FIELD(model, init),
+
+      DTRAIN_JOB_FIELD(data, dataset),
+      DTRAIN_JOB_FIELD(data, dir),
+      DTRAIN_JOB_FIELD(data, train_samples),
+      DTRAIN_JOB_FIELD(data, test_samples),
+      DTRAIN_JOB_FIELD(data, shape),
+      DTRAIN_JOB_FIELD(data, classes),
+      DTRAIN_JOB_FIELD(data, shuffle),
+      DTRAIN_JOB_FIELD(data, prefetch),
+
+      DTRAIN_JOB_FIELD(train, epochs),
+      DTRAIN_JOB_FIELD(train, steps),
+      DTRAIN_JOB_FIELD(train, batch_size),
+      DTRAIN_JOB_FIELD(train, eval_batch_size),
+      DTRAIN_JOB_FIELD(train, eval_every_steps),
+      DTRAIN_JOB_FIELD(train, eval_every_epoch),
+      DTRAIN_JOB_FIELD(train, checkpoint_every_steps),
+      DTRAIN_JOB_FIELD(train, checkpoint_every_epoch),
+      DTRAIN_JOB_FIELD(train, keep_last),
+      DTRAIN_JOB_FIELD(train, log_every_seconds),
+      DTRAIN_JOB_FIELD(train, grad_clip_norm),
+
+      DTRAIN_JOB_FIELD(optimizer, type),
+      DTRAIN_JOB_FIELD(optimizer, lr),
+      DTRAIN_JOB_FIELD(optimizer, momentum),
+      DTRAIN_JOB_FIELD(optimizer, nesterov),
+      DTRAIN_JOB_FIELD(optimizer, weight_decay),
+      DTRAIN_JOB_FIELD(optimizer, beta1),
+      DTRAIN_JOB_FIELD(optimizer, beta2),
+      DTRAIN_JOB_FIELD(optimizer, eps),
+
+      DTRAIN_JOB_FIELD(schedule, type),
+      DTRAIN_JOB_FIELD(schedule, warmup_steps),
+      DTRAIN_JOB_FIELD(schedule, step_every),
+      DTRAIN_JOB_FIELD(schedule, gamma),
+      DTRAIN_JOB_FIELD(schedule, min_lr),
+
+      DTRAIN_JOB_FIELD(strategy, type),
+  };
+  return fields;
+}
+
+#undef DTRAIN_JOB_FIELD
+
+const std::vector<std::string>& jobSections() {
+  static const std::vector<std::string> sections = {"job",       "model",    "data",    "train",
+                                                    "optimizer", "schedule", "strategy"};
+  return sections;
+}
+
+std::vector<std::string> sectionKeys(const std::string& section) {
+  std::vector<std::string> keys;
+  for (const JobField& f : jobFields())
+    if (section == f.section) keys.push_back(f.key);
+  if (section == "model") keys.push_back("layers");
+  return keys;
+}
+
+const JobField* findField(const std::string& section, const std::string& key) {
+  for (const JobField& f : jobFields())
+    if (section == f.section && key == f.key) return &f;
+  return nullptr;
+}
+
+bool isSection(const std::string& name) {
+  const std::vector<std::string>& sections = jobSections();
+  return std::find(sections.begin(), sections.end(), name) != sections.end();
+}
+
+std::string unknownKeyMessage(const std::string& section, const std::string& key) {
+  std::string msg = "[" + section + "] unknown key '" + key + "'";
+  std::string hint = closestMatch(key, sectionKeys(section));
+  if (!hint.empty()) msg += " (did you mean '" + hint + "'?)";
+  return msg;
+}
+
+std::string unknownSectionMessage(const std::string& section) {
+  std::string msg = "unknown section [" + section + "]";
+  std::string hint = closestMatch(section, jobSections());
+  if (!hint.empty()) msg += " (did you mean [" + hint + "]?)";
+  return msg;
+}
+
+}  // namespace dtrain

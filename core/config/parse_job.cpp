@@ -1,0 +1,115 @@
+#include "core/config/parse_job.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "core/config/assign_field.h"
+#include "core/config/fail_at.h"
+#include "core/config/job_overrides.h"
+#include "core/config/job_schema.h"
+#include "core/config/parse_layers.h"
+#include "core/config/table_entries.h"
+#include "core/config/value_text.h"
+
+namespace dtrain {
+namespace {
+
+void readSection(JobConfig& job, const std::string& section, const toml::table& table,
+                 const ValueOrigin& where) {
+  for (const TableEntry& e : entriesInFileOrder(table)) {
+    if (section == "model" && e.key == "layers") {
+      job.model.layers = parseLayers(*e.node, where);
+      job.positions["model.layers"] = where.at(*e.node);
+      continue;
+    }
+    const JobField* field = findField(section, e.key);
+    if (!field) failAt(where.at(e.key_pos), unknownKeyMessage(section, e.key));
+    assignField(job, *field, *e.node, where);
+  }
+}
+
+// A key written above the first [section] header: say where it belongs.
+[[noreturn]] void failOutsideSection(const TableEntry& e, const ValueOrigin& where) {
+  std::vector<std::string> homes;
+  for (const std::string& section : jobSections()) {
+    std::vector<std::string> keys = sectionKeys(section);
+    if (std::find(keys.begin(), keys.end(), e.key) != keys.end()) homes.push_back("[" + section + "]");
+  }
+  std::string msg = "key '" + e.key + "' is outside any section; ";
+  if (homes.empty()) {
+    msg += "keys go under a section header such as [train]";
+  } else {
+    msg += "put it under ";
+    for (size_t i = 0; i < homes.size(); ++i)
+      msg += (i == 0 ? "" : i + 1 == homes.size() ? " or " : ", ") + homes[i];
+  }
+  failAt(where.at(e.key_pos), msg);
+}
+
+void readRoot(JobConfig& job, const toml::table& root, const ValueOrigin& where) {
+  for (const TableEntry& e : entriesInFileOrder(root)) {
+    bool known = isSection(e.key);
+    const toml::table* table = e.node->as_table();
+    if (!known && !table) failOutsideSection(e, where);
+    if (!known) failAt(where.at(*e.node), unknownSectionMessage(e.key));
+    if (!table)
+      failAt(where.at(*e.node), "[" + e.key + "] must be a table (got " + describeNode(*e.node) + ")");
+    job.positions[e.key] = where.at(*table);
+    readSection(job, e.key, *table, where);
+  }
+}
+
+// Applied after the overrides, so `--set job.name=x` also moves the run directory.
+void applyDefaults(JobConfig& job, const std::string& origin) {
+  if (job.job.name.empty()) {
+    job.job.name = std::filesystem::path(origin).stem().string();
+    if (job.job.name.empty()) job.job.name = "job";
+  }
+  if (job.job.run_dir.empty()) job.job.run_dir = "runs/" + job.job.name;
+}
+
+}  // namespace
+
+JobConfig parseJobTable(const toml::table& table, const std::string& origin,
+                        const std::vector<std::string>& overrides) {
+  JobConfig job;
+  job.source_path = origin;
+  readRoot(job, table, ValueOrigin{origin, std::nullopt});
+  for (const std::string& o : overrides) applyOverride(job, o);
+  applyDefaults(job, origin);
+  return job;
+}
+
+JobConfig parseJobString(const std::string& text, const std::string& origin,
+                         const std::vector<std::string>& overrides) {
+  toml::table table;
+  try {
+    table = toml::parse(std::string_view(text), std::string_view(origin));
+  } catch (const toml::parse_error& e) {
+    const toml::source_position& p = e.source().begin;
+    failAt(SourcePos{origin, static_cast<int>(p.line), static_cast<int>(p.column)},
+           "TOML syntax error: " + std::string(e.description()));
+  }
+  return parseJobTable(table, origin, overrides);
+}
+
+JobConfig parseJobFile(const std::string& path, const std::vector<std::string>& overrides) {
+  // Opening a directory succeeds on some systems and then reads nothing.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    failAt(SourcePos{path},
+           "cannot read job file (" + std::make_error_code(std::errc::is_a_directory).message() + ")");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) failAt(SourcePos{path}, "cannot read job file (" + std::string(std::strerror(errno)) + ")");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) failAt(SourcePos{path}, "cannot read job file (" + std::string(std::strerror(errno)) + ")");
+  return parseJobString(text.str(), path, overrides);
+}
+
+}  // namespace dtrain

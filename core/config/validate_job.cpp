@@ -1,0 +1,199 @@
+#include "core/config/validate_job.h"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "core/config/fail_at.h"
+#include "core/config/suggest.h"
+#include "core/config/value_text.h"
+
+namespace dtrain {
+namespace {
+
+class Checker {
+ public:
+  explicit Checker(const JobConfig& job) : job_(job) {}
+
+  // "<pos of section.key>: [section] key <msg>"
+  [[noreturn]] void fail(const std::string& dotted, const std::string& msg) const {
+    size_t dot = dotted.find('.');
+    failAt(job_.posOf(dotted), "[" + dotted.substr(0, dot) + "] " + dotted.substr(dot + 1) + " " + msg);
+  }
+
+  void intRange(const std::string& dotted, int64_t v, int64_t lo, int64_t hi) const {
+    if (v < lo || v > hi)
+      fail(dotted, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " +
+                       std::to_string(v) + ")");
+  }
+  void intAtLeast(const std::string& dotted, int64_t v, int64_t min) const {
+    if (v < min) fail(dotted, (min == 1 ? "must be > 0" : "must be >= " + std::to_string(min)) + got(v));
+  }
+
+  void finite(const std::string& dotted, double v) const {
+    if (!std::isfinite(v)) fail(dotted, "must be a finite number" + got(v));
+  }
+  void positive(const std::string& dotted, double v) const {
+    finite(dotted, v);
+    if (!(v > 0)) fail(dotted, "must be > 0" + got(v));
+  }
+  void nonNegative(const std::string& dotted, double v) const {
+    finite(dotted, v);
+    if (!(v >= 0)) fail(dotted, "must be >= 0" + got(v));
+  }
+  // [0, 1): momentum, betas, dropout.
+  void fraction(const std::string& dotted, double v) const {
+    if (!(v >= 0 && v < 1)) fail(dotted, "must be in [0, 1)" + got(v));
+  }
+
+  void oneOf(const std::string& dotted, const std::string& v, const std::vector<std::string>& choices,
+             const std::vector<std::string>& hint_from = {}) const {
+    for (const std::string& c : choices)
+      if (v == c) return;
+    std::string list;
+    for (size_t i = 0; i < choices.size(); ++i) list += (i ? ", '" : "'") + choices[i] + "'";
+    std::string msg =
+        (choices.size() == 1 ? "must be " : "must be one of ") + list + " (got " + quoteString(v);
+    std::string hint = closestMatch(v, hint_from.empty() ? choices : hint_from);
+    if (!hint.empty()) msg += "; did you mean '" + hint + "'?";
+    fail(dotted, msg + ")");
+  }
+
+  // A message about a whole section, at its header (or the file when absent).
+  [[noreturn]] void failSection(const std::string& section, const std::string& msg) const {
+    failAt(job_.posOf(section), "[" + section + "] " + msg);
+  }
+
+  static std::string got(int64_t v) { return " (got " + std::to_string(v) + ")"; }
+  static std::string got(double v) { return " (got " + formatFloat(v) + ")"; }
+
+ private:
+  const JobConfig& job_;
+};
+
+void checkJobSection(const Checker& c, const JobSection& s) {
+  c.intRange("job.threads", s.threads, 0, 256);
+  c.oneOf("job.device", s.device, {"auto", "cpu", "cuda"});
+}
+
+void checkLayers(const std::vector<LayerSpec>& layers) {
+  std::map<std::string, const LayerSpec*> seen;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& layer = layers[i];
+    if (layer.name.empty())
+      failAt(layer.pos, "[model.layers] entry " + std::to_string(i + 1) + " has an empty name");
+    if (layer.type.empty()) failAt(layer.pos, "[model.layers] '" + layer.name + "' has an empty type");
+    auto [it, inserted] = seen.emplace(layer.name, &layer);
+    if (!inserted) {
+      std::string first = it->second->pos.str();
+      failAt(layer.pos, "[model.layers] duplicate layer name '" + layer.name + "'" +
+                            (first.empty() ? "" : " (first used at " + first + ")"));
+    }
+  }
+}
+
+void checkModel(const Checker& c, const ModelSection& m) {
+  if (!m.preset.empty()) c.oneOf("model.preset", m.preset, {"mlp", "cnn"});
+  if (m.preset.empty() && m.layers.empty())
+    c.failSection("model", "needs a preset ('mlp' or 'cnn') or a list of [[model.layers]]");
+  if (!m.preset.empty() && !m.layers.empty())
+    c.fail("model.preset", "'" + m.preset + "' and [[model.layers]] are both given; use one or the other");
+  if (m.preset == "mlp") {
+    if (m.hidden.empty()) c.fail("model.hidden", "must list at least one width for preset 'mlp' (got [])");
+    for (size_t i = 0; i < m.hidden.size(); ++i)
+      if (m.hidden[i] <= 0)
+        c.fail("model.hidden", "entries must be > 0 (got " + std::to_string(m.hidden[i]) + " at index " +
+                                   std::to_string(i) + ")");
+  }
+  c.fraction("model.dropout", m.dropout);
+  c.oneOf("model.init", m.init, {"he", "glorot"});
+  checkLayers(m.layers);
+}
+
+void checkDatasetDir(const Checker& c, const DataSection& d) {
+  const std::string fix =
+      d.dataset == "fashion_mnist"
+          ? "install the dataset-fashion-mnist package or set dir to a folder holding the IDX files"
+          : "set dir to a folder holding the IDX files";
+  std::error_code ec;
+  if (!std::filesystem::exists(d.dir, ec)) c.fail("data.dir", "'" + d.dir + "' does not exist; " + fix);
+  if (!std::filesystem::is_directory(d.dir, ec))
+    c.fail("data.dir", "'" + d.dir + "' is not a directory; " + fix);
+}
+
+void checkData(const Checker& c, const DataSection& d) {
+  c.oneOf("data.dataset", d.dataset, {"fashion_mnist", "idx", "synthetic"});
+  if (d.dataset == "fashion_mnist" || d.dataset == "idx") checkDatasetDir(c, d);
+  if (d.dataset == "synthetic") {
+    c.intAtLeast("data.train_samples", d.train_samples, 1);
+    c.intAtLeast("data.test_samples", d.test_samples, 1);
+    if (d.shape.size() != 3)
+      c.fail("data.shape", "must be [channels, height, width] (got " + formatIntArray(d.shape) + ")");
+    for (int64_t extent : d.shape)
+      if (extent <= 0) c.fail("data.shape", "extents must be > 0 (got " + formatIntArray(d.shape) + ")");
+    c.intAtLeast("data.classes", d.classes, 2);
+  }
+  c.intRange("data.prefetch", d.prefetch, 1, 64);
+}
+
+void checkTrain(const Checker& c, const TrainSection& t) {
+  c.intAtLeast("train.steps", t.steps, 0);
+  if (t.steps == 0 && t.epochs <= 0)
+    c.fail("train.epochs", "must be > 0 when steps is 0" + Checker::got(t.epochs));
+  c.intRange("train.batch_size", t.batch_size, 1, 65536);
+  c.intAtLeast("train.eval_batch_size", t.eval_batch_size, 1);
+  c.intAtLeast("train.eval_every_steps", t.eval_every_steps, 0);
+  c.intAtLeast("train.checkpoint_every_steps", t.checkpoint_every_steps, 0);
+  c.intAtLeast("train.keep_last", t.keep_last, 1);
+  c.positive("train.log_every_seconds", t.log_every_seconds);
+  c.nonNegative("train.grad_clip_norm", t.grad_clip_norm);
+}
+
+void checkOptimizer(const Checker& c, const OptimizerSection& o) {
+  c.oneOf("optimizer.type", o.type, {"sgd", "adam", "adamw"});
+  c.positive("optimizer.lr", o.lr);
+  c.fraction("optimizer.momentum", o.momentum);
+  if (o.nesterov && !(o.momentum > 0))
+    c.fail("optimizer.nesterov", "needs momentum > 0 (got momentum " + formatFloat(o.momentum) + ")");
+  c.nonNegative("optimizer.weight_decay", o.weight_decay);
+  c.fraction("optimizer.beta1", o.beta1);
+  c.fraction("optimizer.beta2", o.beta2);
+  c.positive("optimizer.eps", o.eps);
+}
+
+void checkSchedule(const Checker& c, const ScheduleSection& s, double lr) {
+  c.oneOf("schedule.type", s.type, {"constant", "step", "cosine"});
+  c.intAtLeast("schedule.warmup_steps", s.warmup_steps, 0);
+  c.intAtLeast("schedule.step_every", s.step_every, 1);
+  if (!(s.gamma > 0 && s.gamma <= 1)) c.fail("schedule.gamma", "must be in (0, 1]" + Checker::got(s.gamma));
+  c.nonNegative("schedule.min_lr", s.min_lr);
+  if (!(s.min_lr < lr))
+    c.fail("schedule.min_lr",
+           "must be < optimizer.lr (got " + formatFloat(s.min_lr) + ", lr " + formatFloat(lr) + ")");
+}
+
+void checkStrategy(const Checker& c, const StrategySection& s) {
+  static const std::vector<std::string> planned = {"mirrored", "multi_worker_mirrored", "central_storage",
+                                                   "parameter_server"};
+  for (const std::string& p : planned)
+    if (s.type == p)
+      c.fail("strategy.type", "'" + p + "' is not available in this build yet; use 'one_device'");
+  std::vector<std::string> known = {"one_device"};
+  known.insert(known.end(), planned.begin(), planned.end());
+  c.oneOf("strategy.type", s.type, {"one_device"}, known);
+}
+
+}  // namespace
+
+void validateJob(const JobConfig& job) {
+  Checker c(job);
+  checkJobSection(c, job.job);
+  checkModel(c, job.model);
+  checkData(c, job.data);
+  checkTrain(c, job.train);
+  checkOptimizer(c, job.optimizer);
+  checkSchedule(c, job.schedule, job.optimizer.lr);
+  checkStrategy(c, job.strategy);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,49 @@
+#include "core/nn/layer_registry.h"
+
+#include "core/config/suggest.h"
+#include "core/errors.h"
+#include "core/nn/layers/avg_pool.h"
+#include "core/nn/layers/conv2d.h"
+#include "core/nn/layers/dense.h"
+#include "core/nn/layers/dropout.h"
+#include "core/nn/layers/flatten.h"
+#include "core/nn/layers/max_pool.h"
+#include "core/nn/layers/relu.h"
+
+namespace dtrain {
+
+std::vector<std::string> LayerRegistry::types() const {
+  std::vector<std::string> names;
+  for (const auto& entry : factories_) names.push_back(entry.first);  // std::map: sorted
+  return names;
+}
+
+std::unique_ptr<Layer> LayerRegistry::create(const std::string& type, const std::string& name,
+                                             const LayerOptions& options, const LayerDefaults& defaults) const {
+  auto it = factories_.find(type);
+  if (it == factories_.end()) {
+    const std::vector<std::string> known = types();
+    std::string list;
+    for (const std::string& t : known) list += (list.empty() ? "" : ", ") + t;
+    std::string msg = "unknown layer type '" + type + "' for layer '" + name + "'";
+    const std::string hint = closestMatch(type, known);
+    if (!hint.empty()) msg += " (did you mean '" + hint + "'?)";
+    const std::string where = options.pos().str();
+    throw ConfigError((where.empty() ? "" : where + ": ") + msg + "; known types: " + list);
+  }
+  return it->second(name, options, defaults);
+}
+
+LayerRegistry builtinLayers() {
+  LayerRegistry r;
+  r.add("avg_pool", AvgPool::create);
+  r.add("conv2d", Conv2d::create);
+  r.add("dense", Dense::create);
+  r.add("dropout", Dropout::create);
+  r.add("flatten", Flatten::create);
+  r.add("max_pool", MaxPool::create);
+  r.add("relu", Relu::create);
+  return r;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,46 @@
+// dense: y = x W^T + b on flat samples. Weight [units, in] (PyTorch layout),
+// bias [units]. Options: units (required, > 0), bias (default true),
+// init ("he" | "glorot", default from the model).
+//
+// Ownership and threading: as every Layer (one replica, one thread at a time);
+// the parameter views are shared read-only, the gradient views are the
+// replica's own, and the scratch buffer is this instance's.
+#pragma once
+#include "core/nn/layer.h"
+#include "core/nn/layer_registry.h"
+#include "core/nn/layers/scratch.h"
+
+namespace dtrain {
+
+struct DenseConfig {
+  int64_t units = 0;
+  bool bias = true;
+  InitKind init = InitKind::HeNormal;
+};
+
+class Dense : public Layer {
+ public:
+  Dense(std::string name, DenseConfig config);
+  static std::unique_ptr<Layer> create(const std::string& name, const LayerOptions& options,
+                                       const LayerDefaults& defaults);
+
+  std::string type() const override { return "dense"; }
+  Shape setup(const std::vector<Shape>& inputs) override;
+  std::vector<ParamSpec> paramSpecs() const override;
+  void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  int64_t forwardFlops() const override;
+  std::string describe() const override;
+  bool fuseActivation(const std::string& type) override;
+
+ private:
+  DenseConfig config_;
+  int64_t in_ = 0;
+  bool relu_ = false;  // a following relu fused into this layer
+  Tensor weight_, bias_, dweight_, dbias_;
+  Scratch masked_;  // dout masked by the fused relu
+};
+
+}  // namespace dtrain

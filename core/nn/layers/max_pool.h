@@ -1,0 +1,35 @@
+// max_pool: the maximum of each window, per channel; padding never wins.
+// Options: see pool_config.h. Forward records each window's argmax, which
+// backward routes the gradient to, so backward must follow the forward of the
+// same batch (as the trainer always does).
+//
+// Ownership and threading: as every Layer; the argmax buffer is per instance.
+#pragma once
+#include "core/nn/layer.h"
+#include "core/nn/layer_registry.h"
+#include "core/nn/layers/pool_config.h"
+#include "core/nn/layers/scratch.h"
+
+namespace dtrain {
+
+class MaxPool : public Layer {
+ public:
+  MaxPool(std::string name, PoolConfig config);
+  static std::unique_ptr<Layer> create(const std::string& name, const LayerOptions& options,
+                                       const LayerDefaults& defaults);
+
+  std::string type() const override { return "max_pool"; }
+  Shape setup(const std::vector<Shape>& inputs) override;
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  int64_t forwardFlops() const override;
+  std::string describe() const override { return describePool(config_); }
+
+ private:
+  PoolConfig config_;
+  ops::Window2d geom_;
+  IndexScratch argmax_;
+};
+
+}  // namespace dtrain

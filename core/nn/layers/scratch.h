@@ -1,0 +1,40 @@
+// Growable scratch memory owned by one layer instance (so one thread at a
+// time): grown on first use to the largest size asked, never shrunk, so the
+// steady state allocates nothing. 64-byte aligned.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor/tensor.h"
+
+namespace dtrain {
+
+class Scratch {
+ public:
+  // At least `count` floats; the contents are unspecified.
+  float* floats(int64_t count) {
+    if (count > capacity_) {
+      buffer_ = Tensor::empty(Shape{count});
+      capacity_ = count;
+    }
+    return buffer_.data();
+  }
+
+ private:
+  Tensor buffer_;
+  int64_t capacity_ = 0;
+};
+
+// The same for int32 values (max-pooling indices).
+class IndexScratch {
+ public:
+  int32_t* ints(int64_t count) {
+    if (count > static_cast<int64_t>(buffer_.size())) buffer_.resize(static_cast<size_t>(count));
+    return buffer_.data();
+  }
+
+ private:
+  std::vector<int32_t> buffer_;
+};
+
+}  // namespace dtrain

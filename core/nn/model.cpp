@@ -1,0 +1,220 @@
+#include "core/nn/model.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/config/suggest.h"
+#include "core/errors.h"
+
+namespace dtrain {
+
+namespace {
+
+std::string where(const SourcePos& pos) {
+  std::string s = pos.str();
+  return s.empty() ? "" : s + ": ";
+}
+
+}  // namespace
+
+Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, const LayerRegistry& registry,
+             const LayerDefaults& defaults)
+    : input_shape_(input_shape) {
+  if (specs.empty()) throw ConfigError("[model] has no layers");
+  std::map<std::string, int> index_of;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].name == "input")
+      throw ConfigError(where(specs[i].pos) + "[model.layers] 'input' is reserved for the network input");
+    if (!index_of.emplace(specs[i].name, static_cast<int>(i)).second)
+      throw ConfigError(where(specs[i].pos) + "[model.layers] duplicate layer name '" + specs[i].name + "'");
+    names.push_back(specs[i].name);
+  }
+  names.push_back("input");
+
+  // Resolve each spec's inputs to spec indices (-1 = network input).
+  std::vector<std::vector<int>> spec_inputs(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].inputs.empty()) {
+      spec_inputs[i].push_back(static_cast<int>(i) - 1);
+      continue;
+    }
+    for (const std::string& in : specs[i].inputs) {
+      if (in == "input") {
+        spec_inputs[i].push_back(-1);
+        continue;
+      }
+      auto it = index_of.find(in);
+      if (it == index_of.end()) {
+        std::string hint = closestMatch(in, names);
+        throw ConfigError(where(specs[i].pos) + "[model.layers] '" + specs[i].name + "' reads unknown input '" +
+                          in + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      }
+      if (it->second == static_cast<int>(i))
+        throw ConfigError(where(specs[i].pos) + "[model.layers] '" + specs[i].name + "' reads itself");
+      spec_inputs[i].push_back(it->second);
+    }
+  }
+
+  // Topological order (Kahn), stable with respect to the list order.
+  std::vector<int> pending(specs.size(), 0), order;
+  std::vector<std::vector<int>> readers(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i)
+    for (int in : spec_inputs[i])
+      if (in >= 0) {
+        ++pending[i];
+        readers[in].push_back(static_cast<int>(i));
+      }
+  std::vector<bool> done(specs.size(), false);
+  while (order.size() < specs.size()) {
+    int next = -1;
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (!done[i] && pending[i] == 0) {
+        next = static_cast<int>(i);
+        break;
+      }
+    if (next < 0) {
+      std::string cycle;
+      for (size_t i = 0; i < specs.size(); ++i)
+        if (!done[i]) cycle += (cycle.empty() ? "'" : ", '") + specs[i].name + "'";
+      throw ConfigError("[model.layers] the layers " + cycle + " form a cycle; every layer must read only earlier results");
+    }
+    done[next] = true;
+    order.push_back(next);
+    for (int r : readers[next]) --pending[r];
+  }
+  if (order.back() != static_cast<int>(specs.size()) - 1) {
+    // The output is the last listed layer; it must not feed another layer.
+    throw ConfigError(where(specs.back().pos) + "[model.layers] the last layer '" + specs.back().name +
+                      "' is the model's output, so no other layer may read it");
+  }
+
+  std::vector<int> node_of(specs.size());
+  for (size_t k = 0; k < order.size(); ++k) node_of[order[k]] = static_cast<int>(k);
+  consumers_.assign(specs.size(), 0);
+  int network_input_readers = 0;
+  for (int s : order) {
+    const LayerSpec& spec = specs[s];
+    Node node;
+    node.pos = spec.pos;
+    node.layer = registry.create(spec.type, spec.name, spec.options, defaults);
+    std::vector<Shape> in_shapes;
+    for (int in : spec_inputs[s]) {
+      int n = in < 0 ? -1 : node_of[in];
+      node.inputs.push_back(n);
+      in_shapes.push_back(n < 0 ? input_shape_ : nodes_[n].out_shape);
+      if (n >= 0)
+        ++consumers_[n];
+      else
+        ++network_input_readers;
+    }
+    if (static_cast<int>(in_shapes.size()) != node.layer->numInputs())
+      throw ConfigError(where(spec.pos) + "[model.layers] '" + spec.name + "' (" + spec.type + ") takes " +
+                        std::to_string(node.layer->numInputs()) + " input(s), got " +
+                        std::to_string(in_shapes.size()));
+    try {
+      node.out_shape = node.layer->setup(in_shapes);
+    } catch (const ShapeError& e) {
+      throw ShapeError(where(spec.pos) + e.what());
+    }
+    nodes_.push_back(std::move(node));
+  }
+  (void)network_input_readers;
+}
+
+void Model::registerParams(ParamStore& store) const {
+  for (const Node& n : nodes_)
+    for (const ParamSpec& p : n.layer->paramSpecs()) store.add(n.layer->name(), p);
+}
+
+void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity) {
+  size_t entry = 0;
+  for (Node& n : nodes_) {
+    std::vector<Tensor> params, param_grads;
+    for (const ParamSpec& spec : n.layer->paramSpecs()) {
+      const ParamEntry& e = store.entries().at(entry);
+      if (e.name != n.layer->name() + "." + spec.name || e.shape != spec.shape)
+        throw Error("parameter layout mismatch at " + e.name);
+      params.push_back(store.view(store.params(), entry));
+      param_grads.push_back(store.view(grads, entry));
+      ++entry;
+    }
+    n.layer->bind(params, param_grads);
+  }
+  capacity_ = capacity;
+  act_storage_.clear();
+  grad_storage_.clear();
+  int64_t scratch = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Shape s = nodes_[i].out_shape.withBatch(capacity);
+    act_storage_.push_back(Tensor::empty(s));
+    grad_storage_.push_back(Tensor::empty(s));
+    if (consumers_[i] > 1) scratch = std::max(scratch, s.numel());
+  }
+  scratch_storage_ = Tensor::empty(Shape{scratch});
+  act_ = act_storage_;
+  grad_ = grad_storage_;
+}
+
+std::vector<const Tensor*> Model::inputsOf(const Node& node, const Tensor& input) const {
+  std::vector<const Tensor*> in;
+  for (int i : node.inputs) in.push_back(i < 0 ? &input : &act_[i]);
+  return in;
+}
+
+const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
+  int64_t n = input.dim(0);
+  if (n > capacity_)
+    throw Error("batch of " + std::to_string(n) + " exceeds the model's capacity " + std::to_string(capacity_));
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    act_[i] = act_storage_[i].narrow(0, n);
+    grad_[i] = grad_storage_[i].narrow(0, n);
+  }
+  LayerContext c = ctx;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    c.layer_index = static_cast<int>(i);
+    nodes_[i].layer->forward(inputsOf(nodes_[i], input), act_[i], c);
+  }
+  return act_.back();
+}
+
+void Model::backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx) {
+  grad_.back().copyFrom(doutput);
+  // A node read by several layers sums their gradients: the first reader (in
+  // reverse order) writes, later readers write to scratch and add.
+  std::vector<int> written(nodes_.size(), 0);
+  LayerContext c = ctx;
+  for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
+    Node& node = nodes_[i];
+    c.layer_index = i;
+    std::vector<Tensor*> din;
+    std::vector<std::pair<int, Tensor>> to_add;
+    to_add.reserve(node.inputs.size());
+    for (int in : node.inputs) {
+      if (in < 0) {
+        din.push_back(nullptr);  // the network input needs no gradient
+      } else if (written[in]++ == 0) {
+        din.push_back(&grad_[in]);
+      } else {
+        to_add.emplace_back(in, scratch_storage_.narrow(0, grad_[in].numel()).reshape(grad_[in].shape()));
+        din.push_back(&to_add.back().second);
+      }
+    }
+    // to_add may hold at most one entry per call with the single scratch buffer.
+    if (to_add.size() > 1) throw Error("layer '" + node.layer->name() + "' reads several shared inputs");
+    node.layer->backward(inputsOf(node, input), act_[i], grad_[i], din, c);
+    for (auto& [in, g] : to_add) {
+      float* dst = grad_[in].data();
+      const float* src = g.data();
+      for (int64_t k = 0, m = g.numel(); k < m; ++k) dst[k] += src[k];
+    }
+  }
+}
+
+int64_t Model::forwardFlops() const {
+  int64_t f = 0;
+  for (const Node& n : nodes_) f += n.layer->forwardFlops();
+  return f;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,63 @@
+// Model: a DAG of named layers over one input ("input"), built from layer
+// specs through a LayerRegistry. The last layer of the list is the output.
+//
+// Ownership and threading: a Model owns its layers, activations and activation
+// gradients; it is one replica, used by one thread at a time. Parameters live in
+// a ParamStore (shared by all replicas); each replica binds its own gradient
+// buffer. Activations are allocated once for `capacity` samples.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/job_config.h"
+#include "core/nn/layer.h"
+#include "core/nn/layer_registry.h"
+#include "core/nn/param_store.h"
+
+namespace dtrain {
+
+class Model {
+ public:
+  struct Node {
+    std::unique_ptr<Layer> layer;
+    std::vector<int> inputs;  // node indices; -1 = the network input
+    Shape out_shape;          // per sample
+    SourcePos pos;
+  };
+
+  // Creates the layers, resolves inputs (default: the previous layer), orders
+  // them topologically and runs setup(). Errors name the layer and its position:
+  // unknown input, cycle, shape mismatch, unknown type or option.
+  Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, const LayerRegistry& registry,
+        const LayerDefaults& defaults);
+
+  // Adds every layer's parameters to `store` (for the replica that owns the store).
+  void registerParams(ParamStore& store) const;
+  // Points the layers at the store's parameters and at `grads` (same layout),
+  // and sizes activations for up to `capacity` samples.
+  void bind(const ParamStore& store, Tensor grads, int64_t capacity);
+
+  // Forward of `n` samples (n <= capacity); returns the output activations [n, ...].
+  const Tensor& forward(const Tensor& input, const LayerContext& ctx);
+  // Backward from the gradient of the loss w.r.t. the output (same shape as forward's
+  // result). Parameter gradients accumulate into the bound gradient buffer.
+  void backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx);
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Shape& inputShape() const { return input_shape_; }
+  const Shape& outputShape() const { return nodes_.back().out_shape; }
+  int64_t forwardFlops() const;
+
+ private:
+  std::vector<const Tensor*> inputsOf(const Node& node, const Tensor& input) const;
+
+  Shape input_shape_;
+  std::vector<Node> nodes_;            // topological order; output last
+  std::vector<int> consumers_;         // number of layers reading each node
+  std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
+  Tensor scratch_storage_, scratch_;   // for nodes read by several layers
+  int64_t capacity_ = 0;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,56 @@
+// The optimizer contract: one update rule over a flat parameter buffer.
+//
+// All parameters of a model live in one contiguous float buffer and all
+// gradients in another with the same layout; an optimizer's state buffers
+// (momentum, Adam moments) use that layout too, so element i of every buffer
+// belongs to the same scalar parameter.
+//
+// Ownership: an Optimizer owns its state buffers; it never owns the parameter
+// or gradient buffers it is handed.
+// Threading: init() and stateBuffers() must not run concurrently with anything
+// else. update() calls on disjoint [begin, end) ranges may run concurrently:
+// an update reads and writes only that range of params, grads and state, and
+// keeps no other mutable state.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config/job_config.h"
+#include "core/tensor/tensor.h"
+
+namespace dtrain {
+
+// Per-update facts shared by all ranges of one step.
+struct StepInfo {
+  double lr;     // learning rate for this update (already scheduled)
+  int64_t step;  // 1-based count of updates, including this one (Adam bias correction)
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // The job file's type name: "sgd", "adam", "adamw".
+  virtual std::string name() const = 0;
+  // Allocates state for `n` parameters (zeros). Calling it again resets the state.
+  virtual void init(int64_t n) = 0;
+  // Updates params[begin,end) from grads[begin,end). Thread-safe for disjoint ranges.
+  // Throws Error when the range lies outside [0, n) of init().
+  virtual void update(float* params, const float* grads, int64_t begin, int64_t end,
+                      const StepInfo& info) = 0;
+  // State buffers by name ("momentum"; "adam_m", "adam_v"), each n floats in the
+  // parameter layout, valid after init(); for checkpoints, which may overwrite
+  // their contents. SGD without momentum has none.
+  virtual std::vector<std::pair<std::string, Tensor*>> stateBuffers() = 0;
+};
+
+// Builds the optimizer named by cfg.type. Throws ConfigError for an unknown
+// type (the message lists the valid ones) or inconsistent settings.
+std::unique_ptr<Optimizer> makeOptimizer(const OptimizerSection& cfg);
+
+// For implementations: throws Error unless 0 <= begin <= end <= n.
+void checkUpdateRange(const std::string& optimizer, int64_t begin, int64_t end, int64_t n);
+
+}  // namespace dtrain

@@ -1,0 +1,77 @@
+#include "core/train/metrics_log.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/errors.h"
+#include "core/io/json.h"
+
+namespace dtrain {
+
+namespace {
+
+double unixTime() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The step of a metrics line; every line starts with {"step":N.
+int64_t stepOfLine(const std::string& line) {
+  const char prefix[] = "{\"step\":";
+  if (line.compare(0, sizeof prefix - 1, prefix) != 0) return -1;
+  return std::strtoll(line.c_str() + sizeof prefix - 1, nullptr, 10);
+}
+
+// Keeps the lines up to `step` (the checkpoint a resume starts from). Written to
+// a temporary file and renamed, so a crash here leaves the old file intact.
+void truncateAfter(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string tmp = path + ".tmp", line, kept;
+  while (std::getline(in, line)) {
+    int64_t s = stepOfLine(line);
+    if (s >= 0 && s <= step) kept += line + "\n";
+  }
+  in.close();
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << kept;
+    if (!out.flush()) throw IoError("cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw IoError("cannot replace " + path + ": " + ec.message());
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(const std::string& run_dir, int64_t resume_step)
+    : path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
+  if (resume_step >= 0) truncateAfter(path_, resume_step);
+  file_ = std::fopen(path_.c_str(), "a");
+  if (!file_) throw IoError("cannot open " + path_ + " for appending: " + std::strerror(errno));
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(const MetricsRecord& r) {
+  JsonWriter w;
+  w.add("step", r.step);
+  w.add("epoch", r.epoch);
+  w.add("split", r.split);
+  w.add("loss", r.loss);
+  w.add("accuracy", r.accuracy);
+  w.add("images_per_s", r.images_per_s);
+  if (r.lr >= 0) w.add("lr", r.lr);
+  w.add("samples", r.samples);
+  w.add("time", unixTime());
+  std::string line = w.str() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    throw IoError("cannot write " + path_ + ": " + std::strerror(errno));
+}
+
+}  // namespace dtrain

@@ -1,0 +1,43 @@
+// Appends one JSON object a line to RUN_DIR/metrics.jsonl: every training
+// step and every evaluation, with at least step, epoch, split, loss, accuracy,
+// images_per_s and time (seconds since the Unix epoch).
+//
+// Not thread-safe; written from the trainer loop only. Each line is flushed so
+// a killed run keeps everything up to its last step.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace dtrain {
+
+struct MetricsRecord {
+  int64_t step = 0;
+  int64_t epoch = 0;
+  std::string split;  // "train" | "test"
+  double loss = 0;
+  double accuracy = 0;
+  double images_per_s = 0;
+  double lr = -1;       // train lines only (< 0: omitted)
+  int64_t samples = 0;  // samples the figures cover
+};
+
+class MetricsLog {
+ public:
+  // Opens RUN_DIR/metrics.jsonl for appending. When resuming from `resume_step`,
+  // first drops lines of steps after it (written by the interrupted run after
+  // its last checkpoint), replacing the file atomically.
+  MetricsLog(const std::string& run_dir, int64_t resume_step = -1);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void write(const MetricsRecord& r);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace dtrain

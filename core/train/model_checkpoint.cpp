@@ -1,0 +1,53 @@
+#include "core/train/model_checkpoint.h"
+
+#include "core/errors.h"
+
+namespace dtrain {
+
+std::string saveCheckpoint(const JobConfig& job, const TrainState& state, const ParamStore& store,
+                           Optimizer& optimizer) {
+  CheckpointContents c;
+  const Tensor& params = store.params();
+  for (const ParamEntry& e : store.entries())
+    c.weights.push_back({e.name, e.shape, params.data() + e.offset});
+  for (auto& [buffer, tensor] : optimizer.stateBuffers())
+    for (const ParamEntry& e : store.entries())
+      c.optimizer.push_back({buffer + "." + e.name, e.shape, tensor->data() + e.offset});
+  c.metadata["format"] = "dtrain";
+  c.metadata["job"] = job.job.name;
+  c.metadata["step"] = std::to_string(state.step);
+  c.state_toml = trainStateToToml(state, job);
+  return writeCheckpoint(job.job.run_dir, state.step, c, job.train.keep_last);
+}
+
+namespace {
+
+void copyTensor(const SafetensorsFile& file, const std::string& file_name, const std::string& name,
+                const Shape& shape, float* dst) {
+  const SafetensorsTensor* t = file.find(name);
+  if (!t)
+    throw CheckpointError(file_name + " has no tensor '" + name +
+                          "'; the checkpoint belongs to a different model than the job describes");
+  if (t->shape != shape)
+    throw CheckpointError(file_name + ": tensor '" + name + "' has shape " + t->shape.str() +
+                          ", the model expects " + shape.str());
+  std::copy(t->data.begin(), t->data.end(), dst);
+}
+
+}  // namespace
+
+void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, Optimizer* optimizer) {
+  const std::string weights_file = ckpt.dir + "/model.safetensors";
+  if (ckpt.weights.tensors.size() != store.entries().size())
+    throw CheckpointError(weights_file + " holds " + std::to_string(ckpt.weights.tensors.size()) +
+                          " tensors, the model has " + std::to_string(store.entries().size()));
+  for (const ParamEntry& e : store.entries())
+    copyTensor(ckpt.weights, weights_file, e.name, e.shape, store.params().data() + e.offset);
+  if (!optimizer) return;
+  const std::string opt_file = ckpt.dir + "/optimizer.safetensors";
+  for (auto& [buffer, tensor] : optimizer->stateBuffers())
+    for (const ParamEntry& e : store.entries())
+      copyTensor(ckpt.optimizer, opt_file, buffer + "." + e.name, e.shape, tensor->data() + e.offset);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,26 @@
+// Between a training run and a checkpoint directory: which tensors go into
+// model.safetensors (the parameters, by name) and optimizer.safetensors
+// ("<state>.<parameter>"), and how they are put back, with every name and
+// shape checked so a checkpoint of another model is refused clearly.
+#pragma once
+#include <string>
+
+#include "core/config/job_config.h"
+#include "core/nn/param_store.h"
+#include "core/optim/optimizer.h"
+#include "core/train/checkpoint.h"
+#include "core/train/train_state.h"
+
+namespace dtrain {
+
+// Writes RUN_DIR/checkpoints/step-XXXXXXXX and returns its path.
+std::string saveCheckpoint(const JobConfig& job, const TrainState& state, const ParamStore& store,
+                           Optimizer& optimizer);
+
+// Loads the weights into `store` (and the optimizer state, when given).
+void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, Optimizer* optimizer);
+inline void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, Optimizer& optimizer) {
+  restoreCheckpoint(ckpt, store, &optimizer);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,76 @@
+#include "core/train/replica_set.h"
+
+#include <algorithm>
+
+#include "core/backend/ops.h"
+#include "models/model_builder.h"
+
+namespace dtrain {
+
+ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int64_t classes,
+                       const LayerRegistry& registry, int threads, int64_t max_batch)
+    : pool_(threads), classes_(classes) {
+  capacity_ = (max_batch + pool_.size() - 1) / pool_.size();
+  replicas_.resize(static_cast<size_t>(pool_.size()));
+  for (auto& r : replicas_) r.model = buildModel(model, input_shape, classes, registry);
+  replicas_[0].model->registerParams(store_);
+  store_.allocate();
+  for (auto& r : replicas_) {
+    r.grads = store_.gradBuffer();
+    r.model->bind(store_, r.grads, capacity_);
+    r.dlogits = Tensor::empty(Shape{capacity_, classes});
+  }
+}
+
+BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale) {
+  const int64_t n = batch.size;
+  const int parts = pool_.size();
+  pool_.run([&](int t) {
+    Replica& r = replicas_[static_cast<size_t>(t)];
+    r.figures = BatchFigures{};
+    if (training) r.grads.zero();
+    auto [begin, end] = WorkerPool::split(n, parts, t);
+    // Evaluation batches may exceed the capacity: walk them in pieces.
+    for (int64_t start = begin; start < end; start += capacity_) {
+      int64_t len = std::min(capacity_, end - start);
+      Tensor input = batch.images.narrow(start, len);
+      LayerContext ctx;
+      ctx.training = training;
+      ctx.seed = seed;
+      ctx.sample_offset = start;
+      const Tensor& logits = r.model->forward(input, ctx);
+      Tensor dlogits = r.dlogits.narrow(0, len);
+      int64_t correct = 0;
+      r.figures.loss_sum += ops::softmaxCrossEntropy(logits.data(), batch.labels.data() + start, len,
+                                                     classes_, grad_scale, dlogits.data(), &correct);
+      r.figures.correct += correct;
+      r.figures.samples += len;
+      if (training) r.model->backward(input, dlogits, ctx);
+    }
+  });
+  BatchFigures total;
+  for (const Replica& r : replicas_) total += r.figures;
+  return total;
+}
+
+BatchFigures ReplicaSet::trainStep(const Batch& batch, uint64_t step_seed, float grad_scale) {
+  BatchFigures figures = runSlices(batch, true, step_seed, grad_scale);
+  if (replicas_.size() > 1) {
+    // Sum the replicas' gradients into replica 0's buffer, each thread a range,
+    // always adding in replica order so the result does not depend on timing.
+    const int64_t size = store_.size();
+    pool_.run([&](int t) {
+      auto [begin, end] = WorkerPool::split(size, pool_.size(), t, 16);
+      float* dst = replicas_[0].grads.data();
+      for (size_t r = 1; r < replicas_.size(); ++r) {
+        const float* src = replicas_[r].grads.data();
+        for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
+      }
+    });
+  }
+  return figures;
+}
+
+BatchFigures ReplicaSet::evaluate(const Batch& batch) { return runSlices(batch, false, 0, 0.0f); }
+
+}  // namespace dtrain

@@ -1,0 +1,71 @@
+// Data parallelism inside one process: the batch is split across compute
+// threads, each running its own model replica (layers, activations, gradient
+// buffer) over the shared parameters. After backward the replicas' gradients
+// are summed in a fixed order, so results are bitwise reproducible for a given
+// thread count. Every op then runs single-threaded (BLAS included), which keeps
+// both cores busy through the memory-bound ops too, not only matrix products.
+//
+// Ownership: owns the worker pool, the replicas and the parameter store.
+// Not thread-safe: one caller (the trainer loop).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "core/config/job_config.h"
+#include "core/nn/layer_registry.h"
+#include "core/nn/model.h"
+#include "core/nn/param_store.h"
+#include "core/util/worker_pool.h"
+#include "datasets/batch_loader.h"
+
+namespace dtrain {
+
+// Sums over the samples of one batch.
+struct BatchFigures {
+  double loss_sum = 0;
+  int64_t correct = 0;
+  int64_t samples = 0;
+  BatchFigures& operator+=(const BatchFigures& o) {
+    loss_sum += o.loss_sum;
+    correct += o.correct;
+    samples += o.samples;
+    return *this;
+  }
+};
+
+class ReplicaSet {
+ public:
+  // `max_batch` is the largest training batch; evaluation batches are processed
+  // in pieces of that size.
+  ReplicaSet(const ModelSection& model, const Shape& input_shape, int64_t classes,
+             const LayerRegistry& registry, int threads, int64_t max_batch);
+
+  int threads() const { return pool_.size(); }
+  WorkerPool& pool() { return pool_; }
+  ParamStore& store() { return store_; }
+  const Model& model() const { return *replicas_[0].model; }
+
+  // Forward and backward over the batch; the gradient of the mean loss (scaled
+  // by grad_scale, usually 1/batch) ends up summed in grads().
+  BatchFigures trainStep(const Batch& batch, uint64_t step_seed, float grad_scale);
+  // Forward only, inference mode.
+  BatchFigures evaluate(const Batch& batch);
+  Tensor& grads() { return replicas_[0].grads; }
+
+ private:
+  struct Replica {
+    std::unique_ptr<Model> model;
+    Tensor grads;
+    Tensor dlogits;
+    BatchFigures figures;
+  };
+  BatchFigures runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale);
+
+  WorkerPool pool_;
+  ParamStore store_;
+  std::vector<Replica> replicas_;
+  int64_t capacity_;  // samples per replica per pass
+  int64_t classes_;
+};
+
+}  // namespace dtrain

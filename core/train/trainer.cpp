@@ -1,0 +1,262 @@
+#include "core/train/trainer.h"
+
+#include <cblas.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "core/errors.h"
+#include "core/nn/layer_registry.h"
+#include "core/optim/grad_clip.h"
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/train/checkpoint.h"
+#include "core/train/evaluate.h"
+#include "core/train/metrics_log.h"
+#include "core/train/model_checkpoint.h"
+#include "core/train/progress.h"
+#include "core/train/replica_set.h"
+#include "core/train/stop_signal.h"
+#include "core/util/rng.h"
+#include "datasets/batch_loader.h"
+#include "datasets/dataset.h"
+#include "datasets/sampler.h"
+#include "strategies/strategy.h"
+
+namespace dtrain {
+
+int resolveThreads(int configured) {
+  if (configured > 0) return configured;
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+void checkDevice(const std::string& device) {
+  if (device == "cuda")
+    throw ConfigError("[job] device = \"cuda\": this build has no CUDA backend yet; use device = \"cpu\"");
+}
+
+namespace {
+
+double unixTime() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  JobConfig job;
+  TrainerOptions opt;
+  std::unique_ptr<Strategy> strategy;
+  std::unique_ptr<Dataset> train_data, test_data;
+  std::unique_ptr<ReplicaSet> replicas;
+  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<BatchLoader> loader;
+  std::unique_ptr<MetricsLog> metrics;
+  std::unique_ptr<ProgressDisplay> progress;
+  TrainState state;
+  int64_t steps_per_epoch = 0, total_steps = 0, epochs = 0;
+  int64_t last_checkpoint_step = -1, last_eval_step = -1;
+  std::string last_checkpoint;
+  EvalResult last_eval;
+
+  void say(const std::string& line) {
+    if (opt.quiet) return;
+    progress->line(line);
+  }
+
+  void setUp(const LoadedCheckpoint* resume) {
+    checkDevice(job.job.device);
+    job.job.threads = resolveThreads(job.job.threads);
+    // Compute threads each run their own replica, so BLAS must not add threads of its own.
+    openblas_set_num_threads(1);
+    strategy = makeStrategy(job.strategy);
+    train_data = openDataset(job.data, Split::Train, job.job.seed);
+    test_data = openDataset(job.data, Split::Test, job.job.seed);
+    replicas = std::make_unique<ReplicaSet>(job.model, train_data->sampleShape(), train_data->classes(),
+                                            builtinLayers(), job.job.threads, job.train.batch_size);
+    optimizer = makeOptimizer(job.optimizer);
+    optimizer->init(replicas->store().size());
+    if (resume) {
+      restoreCheckpoint(*resume, replicas->store(), *optimizer);
+    } else {
+      replicas->store().initialize(job.job.seed);
+    }
+    strategy->broadcastParameters(replicas->store().params().data(), replicas->store().size());
+
+    sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle, strategy->rank(),
+                                        strategy->worldSize());
+    loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, job.data.prefetch);
+    steps_per_epoch = loader->batchesPerEpoch();
+    if (job.train.steps > 0) {
+      total_steps = job.train.steps;
+      epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
+    } else {
+      epochs = job.train.epochs;
+      total_steps = epochs * steps_per_epoch;
+    }
+    std::filesystem::create_directories(job.job.run_dir);
+    metrics = std::make_unique<MetricsLog>(job.job.run_dir, resume ? state.step : -1);
+    progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
+  }
+
+  void checkpoint(const char* why) {
+    if (state.step == last_checkpoint_step) return;
+    last_checkpoint = saveCheckpoint(job, state, replicas->store(), *optimizer);
+    last_checkpoint_step = state.step;
+    say("checkpoint " + std::filesystem::path(last_checkpoint).filename().string() + " (" + why + ")");
+  }
+
+  void evaluate() {
+    if (state.step == last_eval_step) return;
+    last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data.prefetch);
+    last_eval_step = state.step;
+    if (last_eval.accuracy > state.best_test_accuracy) state.best_test_accuracy = last_eval.accuracy;
+    MetricsRecord r;
+    r.step = state.step;
+    r.epoch = state.epoch;
+    r.split = "test";
+    r.loss = last_eval.loss;
+    r.accuracy = last_eval.accuracy;
+    r.samples = last_eval.samples;
+    r.images_per_s = last_eval.seconds > 0 ? last_eval.samples / last_eval.seconds : 0;
+    metrics->write(r);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "eval  step %lld  test loss %.4f  accuracy %.4f  (%lld samples, %.1f s)",
+                  static_cast<long long>(state.step), last_eval.loss, last_eval.accuracy,
+                  static_cast<long long>(last_eval.samples), last_eval.seconds);
+    say(buf);
+  }
+
+  // One optimizer update from the batch; returns its figures.
+  BatchFigures step(const Batch& batch, double lr) {
+    const int64_t n = batch.size;
+    uint64_t step_seed = splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
+    BatchFigures f = replicas->trainStep(batch, step_seed, 1.0f / static_cast<float>(n));
+    ParamStore& store = replicas->store();
+    float* grads = replicas->grads().data();
+    strategy->reduceGradients(grads, store.size());
+    WorkerPool& pool = replicas->pool();
+    float clip = 1.0f;
+    if (job.train.grad_clip_norm > 0) {
+      std::vector<double> partial(static_cast<size_t>(pool.size()));
+      pool.run([&](int t) {
+        auto [b, e] = WorkerPool::split(store.size(), pool.size(), t, 16);
+        partial[static_cast<size_t>(t)] = sumOfSquares(grads, b, e);
+      });
+      double total = 0;
+      for (double p : partial) total += p;
+      clip = clipScale(total, job.train.grad_clip_norm);
+    }
+    StepInfo info{lr, state.step + 1};
+    pool.run([&](int t) {
+      auto [b, e] = WorkerPool::split(store.size(), pool.size(), t, 16);
+      if (clip != 1.0f) scale(grads, b, e, clip);
+      optimizer->update(store.params().data(), grads, b, e, info);
+    });
+    return f;
+  }
+
+  TrainOutcome loop() {
+    TrainOutcome out;
+    LrSchedule schedule(job.schedule, job.optimizer.lr, total_steps);
+    const Model& model = replicas->model();
+    if (state.step == 0)
+      say("training " + job.job.name + ": " + std::to_string(replicas->store().count()) + " parameters, " +
+          std::to_string(train_data->size()) + " training samples, " + std::to_string(steps_per_epoch) +
+          " steps/epoch, " + std::to_string(job.job.threads) + " threads");
+    else
+      say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
+          std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
+    (void)model;
+    installStopHandlers();
+    Batch batch;
+    while (state.step < total_steps && !stopRequested()) {
+      loader->start(state.epoch, state.position);
+      int64_t first = state.position == 0 ? 0 : state.position / job.train.batch_size;
+      if (!opt.quiet)
+        progress->beginEpoch(state.epoch, epochs,
+                             std::min(steps_per_epoch, total_steps - state.epoch * steps_per_epoch), first);
+      double sum_loss = 0, sum_correct = 0, seen = 0;
+      auto last = std::chrono::steady_clock::now();
+      int64_t step_in_epoch = first;
+      while (state.step < total_steps && loader->next(batch)) {
+        double lr = schedule.at(state.step);
+        BatchFigures f = step(batch, lr);
+        double figs[3] = {f.loss_sum, static_cast<double>(f.correct), static_cast<double>(f.samples)};
+        strategy->reduceFigures(figs, 3);
+        ++state.step;
+        ++step_in_epoch;
+        state.position = loader->position();
+        auto now = std::chrono::steady_clock::now();
+        double dt = std::chrono::duration<double>(now - last).count();
+        last = now;
+        sum_loss += figs[0];
+        sum_correct += figs[1];
+        seen += figs[2];
+        MetricsRecord r;
+        r.step = state.step;
+        r.epoch = state.epoch;
+        r.split = "train";
+        r.loss = figs[0] / figs[2];
+        r.accuracy = figs[1] / figs[2];
+        r.images_per_s = dt > 0 ? figs[2] / dt : 0;
+        r.lr = lr;
+        r.samples = static_cast<int64_t>(figs[2]);
+        metrics->write(r);
+        if (!opt.quiet) progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, r.images_per_s);
+
+        bool epoch_done = state.position >= static_cast<int64_t>(sampler->size());
+        if (epoch_done) {
+          ++state.epoch;
+          state.position = 0;
+        }
+        bool last_step = state.step == total_steps;
+        if (epoch_done || last_step) {
+          if (!opt.quiet) progress->endEpoch();
+        }
+        if ((job.train.eval_every_steps > 0 && state.step % job.train.eval_every_steps == 0) ||
+            (epoch_done && job.train.eval_every_epoch) || last_step)
+          evaluate();
+        if ((job.train.checkpoint_every_steps > 0 && state.step % job.train.checkpoint_every_steps == 0) ||
+            (epoch_done && job.train.checkpoint_every_epoch) || last_step)
+          checkpoint(last_step ? "end" : epoch_done ? "epoch end" : "periodic");
+        if (epoch_done || stopRequested()) break;
+      }
+    }
+    out.step = state.step;
+    if (stopRequested() && state.step < total_steps) {
+      if (!opt.quiet) progress->endEpoch();
+      out.interrupted = true;
+      out.stop_signal = stopRequested();
+      checkpoint("interrupted");
+    }
+    out.checkpoint = last_checkpoint;
+    out.test_loss = last_eval.loss;
+    out.test_accuracy = last_eval_step >= 0 ? last_eval.accuracy : -1;
+    return out;
+  }
+};
+
+Trainer::Trainer(JobConfig job, TrainerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->job = std::move(job);
+  impl_->opt = options;
+}
+
+Trainer::~Trainer() = default;
+
+TrainOutcome Trainer::run(const LoadedCheckpoint* resume) {
+  if (resume) {
+    JobConfig saved;
+    trainStateFromToml(resume->state_toml, resume->dir + "/state.toml", &impl_->state, &saved);
+    impl_->last_checkpoint_step = impl_->state.step;
+    impl_->last_checkpoint = resume->dir;
+  }
+  impl_->setUp(resume);
+  return impl_->loop();
+}
+
+}  // namespace dtrain

@@ -1,0 +1,52 @@
+// The training loop: batches from the loader, forward/backward on the compute
+// replicas, gradients combined by the strategy, the optimizer step, then
+// metrics, progress, evaluation and checkpoints at their cadence. Stops after
+// the current step on SIGINT/SIGTERM, writing a checkpoint first.
+//
+// Not thread-safe; run() blocks until training ends or is interrupted.
+#pragma once
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "core/config/job_config.h"
+#include "core/train/train_state.h"
+
+namespace dtrain {
+
+struct LoadedCheckpoint;
+
+struct TrainOutcome {
+  bool interrupted = false;
+  int stop_signal = 0;
+  int64_t step = 0;
+  std::string checkpoint;  // the last checkpoint written ("" if none)
+  double test_loss = 0, test_accuracy = -1;
+};
+
+struct TrainerOptions {
+  std::FILE* out = stdout;
+  bool terminal = false;  // draw a progress bar in place
+  bool quiet = false;     // no progress output at all (tests)
+};
+
+class Trainer {
+ public:
+  // `job` must be validated. The resolved job (threads made explicit) is what
+  // checkpoints record.
+  Trainer(JobConfig job, TrainerOptions options);
+  ~Trainer();
+  // From scratch when `resume` is null, else from that checkpoint.
+  TrainOutcome run(const LoadedCheckpoint* resume);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The number of compute threads a job uses (threads = 0: one per core).
+int resolveThreads(int configured);
+// Rejects a device this build cannot drive, naming what to do.
+void checkDevice(const std::string& device);
+
+}  // namespace dtrain

@@ -1,0 +1,167 @@
+#include "datasets/batch_loader.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/errors.h"
+
+namespace dtrain {
+
+namespace {
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch)
+    : data_(data),
+      sampler_(sampler),
+      batch_size_(batch_size),
+      prefetch_(prefetch),
+      sample_numel_(data.sampleShape().numel()),
+      capacity_(std::max<int64_t>(1, std::min(batch_size, sampler.size()))) {
+  if (batch_size < 1) throw Error("BatchLoader: batch size must be >= 1, got " + std::to_string(batch_size));
+  if (prefetch < 0) throw Error("BatchLoader: prefetch must be >= 0, got " + std::to_string(prefetch));
+  if (sampler.datasetSize() != data.size())
+    throw Error("BatchLoader: the sampler covers " + std::to_string(sampler.datasetSize()) +
+                " samples but the dataset has " + std::to_string(data.size()));
+  // The consumer holds one buffer while the thread fills up to `prefetch`.
+  slots_.resize(static_cast<size_t>(prefetch) + 1);
+  if (prefetch_ > 0) thread_ = std::thread([this] { run(); });
+}
+
+BatchLoader::~BatchLoader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    stopping_.store(true);
+  }
+  producer_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+int64_t BatchLoader::batchesPerEpoch() const { return ceilDiv(sampler_.size(), batch_size_); }
+
+void BatchLoader::start(int64_t epoch, int64_t position) {
+  const int64_t share = sampler_.size();
+  if (epoch < 0) throw Error("BatchLoader: epoch " + std::to_string(epoch) + " is negative");
+  if (position < 0 || position > share)
+    throw Error("BatchLoader: resume position " + std::to_string(position) + " is outside this epoch's " +
+                std::to_string(share) +
+                " samples (was the checkpoint written with another dataset or world size?)");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++generation_;
+    live_generation_.store(generation_);
+    epoch_ = epoch;
+    start_position_ = position;
+    total_batches_ = ceilDiv(share - position, batch_size_);
+    produced_ = 0;
+    consumed_ = 0;
+    error_ = nullptr;
+  }
+  position_ = position;
+  producer_cv_.notify_one();
+}
+
+bool BatchLoader::canProduce() const {
+  return generation_ != 0 && !error_ && produced_ < total_batches_ && produced_ - consumed_ < prefetch_;
+}
+
+bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n,
+                       uint64_t generation) {
+  if (!slot.full.data()) slot.full = Tensor::empty(data_.sampleShape().withBatch(capacity_));
+  // Re-view only when the batch size changes (the partial last batch), so a
+  // steady state allocates nothing.
+  if (slot.batch.size != n) {
+    slot.batch.images = n == capacity_ ? slot.full : slot.full.narrow(0, n);
+    slot.batch.labels.resize(static_cast<size_t>(n));
+    slot.batch.size = n;
+  }
+  float* dst = slot.full.data();
+  for (int64_t i = 0; i < n; ++i) {
+    if (stopping_.load(std::memory_order_relaxed) ||
+        live_generation_.load(std::memory_order_relaxed) != generation)
+      return false;
+    slot.batch.labels[static_cast<size_t>(i)] =
+        data_.get(order[static_cast<size_t>(begin + i)], dst + i * sample_numel_);
+  }
+  return true;
+}
+
+void BatchLoader::run() {
+  std::vector<int64_t> order;
+  int64_t order_epoch = -1;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    producer_cv_.wait(lock, [this] { return stop_ || canProduce(); });
+    if (stop_) return;
+    const uint64_t generation = generation_;
+    const int64_t epoch = epoch_;
+    const int64_t begin = start_position_ + produced_ * batch_size_;
+    const int64_t n = std::min(batch_size_, sampler_.size() - begin);
+    // Free: neither handed out nor published (see canProduce), so the
+    // consumer does not touch it while it is filled without the lock.
+    Slot& slot = slots_[static_cast<size_t>(produced_ % static_cast<int64_t>(slots_.size()))];
+    lock.unlock();
+    bool complete = false;
+    std::exception_ptr error;
+    try {
+      if (epoch != order_epoch) {
+        order_epoch = -1;  // stays invalid if epochOrder throws
+        order = sampler_.epochOrder(epoch);
+        order_epoch = epoch;
+      }
+      complete = fill(slot, order, begin, n, generation);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (generation != generation_) continue;  // restarted meanwhile: drop it
+    if (error) {
+      error_ = error;
+    } else if (complete) {
+      ++produced_;
+    } else {
+      continue;
+    }
+    consumer_cv_.notify_one();
+  }
+}
+
+bool BatchLoader::next(Batch& out) {
+  if (prefetch_ == 0) return nextSynchronous(out);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (generation_ == 0) throw Error("BatchLoader: next() called before start()");
+  consumer_cv_.wait(lock, [this] { return produced_ > consumed_ || error_ || consumed_ == total_batches_; });
+  if (produced_ > consumed_) {
+    const Slot& slot = slots_[static_cast<size_t>(consumed_ % static_cast<int64_t>(slots_.size()))];
+    out = slot.batch;  // reuses out's vectors: no allocation in steady state
+    ++consumed_;
+    position_ += slot.batch.size;
+    lock.unlock();
+    // Handing out this batch frees the one handed out before it.
+    producer_cv_.notify_one();
+    return true;
+  }
+  if (error_) std::rethrow_exception(error_);
+  return false;
+}
+
+bool BatchLoader::nextSynchronous(Batch& out) {
+  if (generation_ == 0) throw Error("BatchLoader: next() called before start()");
+  if (consumed_ == total_batches_) return false;
+  if (sync_order_epoch_ != epoch_) {
+    sync_order_epoch_ = -1;
+    sync_order_ = sampler_.epochOrder(epoch_);
+    sync_order_epoch_ = epoch_;
+  }
+  const int64_t begin = start_position_ + consumed_ * batch_size_;
+  const int64_t n = std::min(batch_size_, sampler_.size() - begin);
+  Slot& slot = slots_[0];
+  fill(slot, sync_order_, begin, n, generation_);
+  out = slot.batch;
+  ++consumed_;
+  position_ += n;
+  return true;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,112 @@
+// BatchLoader: turns a Dataset and a Sampler into batches of float tensors,
+// prepared ahead of time on a background thread so the training loop does not
+// wait for pixel conversion.
+//
+// Ownership: borrows the Dataset (it must outlive the loader) and copies the
+// Sampler. Owns prefetch + 1 batch buffers, allocated once and reused: a
+// Batch returned by next() aliases one of them and stays valid only until the
+// next call to next() or start(). Copy its contents to keep them longer.
+// Threading: one background thread per loader (none when prefetch is 0: then
+// next() builds each batch on the calling thread). All public methods are
+// called from one consumer thread. next() blocks until a batch is ready;
+// start() and the destructor cancel outstanding work without waiting for it
+// to finish and never hang.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/tensor/tensor.h"
+#include "datasets/dataset.h"
+#include "datasets/sampler.h"
+
+namespace dtrain {
+
+struct Batch {
+  Tensor images;                // [n,C,H,W], 64-byte aligned, pixels in [0,1]
+  std::vector<int32_t> labels;  // n labels
+  int64_t size = 0;             // n
+};
+
+class BatchLoader {
+ public:
+  // batch_size >= 1; prefetch >= 0 batches are prepared ahead (0: no thread).
+  // Throws Error for invalid arguments or a sampler that does not match the
+  // dataset's size. Nothing is loaded until start().
+  BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  // (Re)starts at `epoch`, skipping the first `position` samples of this
+  // rank's order for that epoch (resume from a checkpoint's position()).
+  // May be called at any time, also mid-epoch: batches not yet handed out are
+  // dropped. Throws Error when position is outside [0, samplesPerEpoch()].
+  void start(int64_t epoch, int64_t position = 0);
+
+  // The next batch of this epoch into `out` (the last one may be smaller);
+  // false at the end of the epoch. Rethrows an exception raised while
+  // preparing a batch (after handing out the batches before it), again on
+  // every call until start(). Throws Error if start() was never called.
+  bool next(Batch& out);
+
+  // Batches per epoch for this rank's share, counting a partial last batch.
+  int64_t batchesPerEpoch() const;
+  // Samples of the current epoch handed out so far by next(), including the
+  // `position` given to start(): store it to resume exactly here.
+  int64_t position() const { return position_; }
+  // This rank's samples per epoch.
+  int64_t samplesPerEpoch() const { return sampler_.size(); }
+  int64_t batchSize() const { return batch_size_; }
+
+ private:
+  struct Slot {
+    Tensor full;  // [capacity,C,H,W], allocated on first use
+    Batch batch;  // what next() hands out: a view of `full`
+  };
+
+  void run();
+  bool canProduce() const;
+  // Fills `slot` with order[begin, begin+n). False when cancelled midway.
+  bool fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n, uint64_t generation);
+  bool nextSynchronous(Batch& out);
+
+  const Dataset& data_;
+  const Sampler sampler_;
+  const int64_t batch_size_;
+  const int prefetch_;
+  const int64_t sample_numel_;
+  const int64_t capacity_;  // rows per buffer: batch size, or fewer for a small share
+  std::vector<Slot> slots_;
+
+  std::mutex mu_;
+  std::condition_variable producer_cv_;  // work to do, or stop
+  std::condition_variable consumer_cv_;  // batch ready, error, or end of epoch
+  // Guarded by mu_. A start() bumps generation_ so batches prepared for an
+  // earlier start are recognised and dropped.
+  uint64_t generation_ = 0;  // 0: never started
+  int64_t epoch_ = 0;
+  int64_t start_position_ = 0;
+  int64_t total_batches_ = 0;  // in this generation
+  int64_t produced_ = 0;       // batches published by the producer
+  int64_t consumed_ = 0;       // batches handed out by next()
+  std::exception_ptr error_;
+  bool stop_ = false;
+  // Read by the producer between samples, so cancellation does not wait for a
+  // whole batch to be converted.
+  std::atomic<uint64_t> live_generation_{0};
+  std::atomic<bool> stopping_{false};
+
+  // Consumer-thread state.
+  int64_t position_ = 0;
+  std::vector<int64_t> sync_order_;  // prefetch 0 only
+  int64_t sync_order_epoch_ = -1;
+
+  std::thread thread_;  // last: started once everything above is initialised
+};
+
+}  // namespace dtrain

@@ -1,0 +1,25 @@
+#include "datasets/dataset.h"
+
+#include "core/errors.h"
+#include "datasets/idx_dataset.h"
+#include "datasets/synthetic_dataset.h"
+
+namespace dtrain {
+
+const char* splitName(Split split) { return split == Split::Train ? "train" : "test"; }
+
+std::unique_ptr<Dataset> openDataset(const DataSection& data, Split split, uint64_t seed) {
+  if (data.dataset == "fashion_mnist")
+    return std::make_unique<IdxDataset>("fashion_mnist", data.dir, split, 10);
+  if (data.dataset == "idx") {
+    // The class count comes from the train labels for both splits, so a test
+    // split opened on its own still agrees with the model's output width.
+    int64_t classes = split == Split::Train ? 0 : IdxDataset::trainClasses("idx", data.dir);
+    return std::make_unique<IdxDataset>("idx", data.dir, split, classes);
+  }
+  if (data.dataset == "synthetic") return std::make_unique<SyntheticDataset>(data, split, seed);
+  throw ConfigError("[data] dataset \"" + data.dataset +
+                    "\" is unknown; use fashion_mnist, idx or synthetic");
+}
+
+}  // namespace dtrain

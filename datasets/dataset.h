@@ -1,0 +1,42 @@
+// Dataset: labelled images held in memory, addressed by index.
+// Ownership: openDataset returns a uniquely owned dataset; a BatchLoader only
+// borrows it, so the dataset must outlive its loaders.
+// Thread-safety: immutable after construction; get() may be called from any
+// number of threads at once. Nothing here blocks after construction.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/config/job_config.h"
+#include "core/tensor/shape.h"
+
+namespace dtrain {
+
+enum class Split { Train, Test };
+
+// "train" / "test", for messages.
+const char* splitName(Split split);
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  // One line for logs: "fashion_mnist train: 60000 x [1,28,28], 10 classes".
+  virtual std::string describe() const = 0;
+  virtual int64_t size() const = 0;
+  // Per-sample shape [C,H,W].
+  virtual Shape sampleShape() const = 0;
+  virtual int64_t classes() const = 0;
+  // Writes sampleShape().numel() floats (pixels scaled to [0,1]) to `out` and
+  // returns the label in [0, classes()). Throws Error for an index outside
+  // [0, size()).
+  virtual int32_t get(int64_t index, float* out) const = 0;
+};
+
+// Opens the [data] section's dataset for one split. `seed` drives synthetic
+// data (the job seed); files are read eagerly, so every file problem surfaces
+// here as IoError / DataError, and an unknown dataset name as ConfigError.
+// Blocks while reading and decompressing (about a second for Fashion-MNIST).
+std::unique_ptr<Dataset> openDataset(const DataSection& data, Split split, uint64_t seed);
+
+}  // namespace dtrain

@@ -1,0 +1,46 @@
+#include "datasets/dataset_info.h"
+
+#include "core/errors.h"
+#include "datasets/idx_dataset.h"
+#include "datasets/idx_file.h"
+
+namespace dtrain {
+
+namespace {
+
+int64_t idxSamples(const std::string& name, const std::string& dir, Split split, Shape* shape) {
+  std::vector<int64_t> images = readIdxDims(IdxDataset::imagesPath(name, dir, split), 3);
+  std::vector<int64_t> labels = readIdxDims(IdxDataset::labelsPath(name, dir, split), 1);
+  if (images[0] != labels[0])
+    throw DataError(IdxDataset::imagesPath(name, dir, split) + " holds " + std::to_string(images[0]) +
+                    " images but " + IdxDataset::labelsPath(name, dir, split) + " holds " +
+                    std::to_string(labels[0]) + " labels");
+  *shape = Shape{1, images[1], images[2]};
+  return images[0];
+}
+
+}  // namespace
+
+DatasetInfo peekDataset(const DataSection& data) {
+  DatasetInfo info;
+  if (data.dataset == "synthetic") {
+    info.sample_shape = Shape(data.shape);
+    info.classes = data.classes;
+    info.train_samples = data.train_samples;
+    info.test_samples = data.test_samples;
+    return info;
+  }
+  if (data.dataset != "fashion_mnist" && data.dataset != "idx")
+    throw ConfigError("[data] dataset \"" + data.dataset + "\" is unknown; use fashion_mnist, idx or synthetic");
+  Shape test_shape;
+  info.train_samples = idxSamples(data.dataset, data.dir, Split::Train, &info.sample_shape);
+  info.test_samples = idxSamples(data.dataset, data.dir, Split::Test, &test_shape);
+  if (test_shape != info.sample_shape)
+    throw DataError("[data] " + data.dir + ": test images are " + test_shape.str() + " but training images are " +
+                    info.sample_shape.str());
+  // fashion_mnist has 10 classes by definition; a generic idx set counts its labels.
+  info.classes = data.dataset == "fashion_mnist" ? 10 : IdxDataset::trainClasses(data.dataset, data.dir);
+  return info;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,91 @@
+#include "models/model_builder.h"
+
+#include "core/errors.h"
+
+namespace dtrain {
+
+namespace {
+
+// A layer of a preset; its options carry the preset's name as their origin.
+struct PresetLayer {
+  std::vector<LayerSpec>* out;
+  std::string preset;
+
+  LayerOptions& add(const std::string& name, const std::string& type) {
+    LayerSpec spec;
+    spec.name = name;
+    spec.type = type;
+    spec.pos = SourcePos{"[model] preset '" + preset + "'"};
+    spec.options = LayerOptions(name, spec.pos);
+    out->push_back(std::move(spec));
+    return out->back().options;
+  }
+  void set(LayerOptions& o, const std::string& key, LayerOptions::Value v) {
+    o.set(key, std::move(v), SourcePos{"[model] preset '" + preset + "'"});
+  }
+};
+
+std::vector<LayerSpec> mlpLayers(const ModelSection& m, int64_t classes) {
+  std::vector<LayerSpec> specs;
+  PresetLayer p{&specs, "mlp"};
+  p.add("flatten", "flatten");
+  for (size_t i = 0; i < m.hidden.size(); ++i) {
+    std::string id = std::to_string(i + 1);
+    p.set(p.add("fc" + id, "dense"), "units", m.hidden[i]);
+    p.add("relu" + id, "relu");
+    if (m.dropout > 0) p.set(p.add("dropout" + id, "dropout"), "rate", m.dropout);
+  }
+  p.set(p.add("fc" + std::to_string(m.hidden.size() + 1), "dense"), "units", classes);
+  return specs;
+}
+
+// conv3x3(32)-relu-maxpool-conv3x3(64)-relu-maxpool-dense(128)-relu-dense(classes);
+// the convolutions pad by 1 so each keeps its input's height and width.
+std::vector<LayerSpec> cnnLayers(const ModelSection& m, int64_t classes) {
+  std::vector<LayerSpec> specs;
+  PresetLayer p{&specs, "cnn"};
+  int64_t filters[2] = {32, 64};
+  for (int i = 0; i < 2; ++i) {
+    std::string id = std::to_string(i + 1);
+    LayerOptions& conv = p.add("conv" + id, "conv2d");
+    p.set(conv, "filters", filters[i]);
+    p.set(conv, "kernel", int64_t{3});
+    p.set(conv, "padding", int64_t{1});
+    p.add("relu" + id, "relu");
+    p.set(p.add("pool" + id, "max_pool"), "kernel", int64_t{2});
+  }
+  p.add("flatten", "flatten");
+  p.set(p.add("fc1", "dense"), "units", int64_t{128});
+  p.add("relu3", "relu");
+  if (m.dropout > 0) p.set(p.add("dropout1", "dropout"), "rate", m.dropout);
+  p.set(p.add("fc2", "dense"), "units", classes);
+  return specs;
+}
+
+}  // namespace
+
+std::vector<LayerSpec> modelLayerSpecs(const ModelSection& model, int64_t classes) {
+  if (model.preset == "mlp") return mlpLayers(model, classes);
+  if (model.preset == "cnn") return cnnLayers(model, classes);
+  if (!model.preset.empty())
+    throw ConfigError("[model] unknown preset '" + model.preset + "'; known presets: cnn, mlp");
+  return model.layers;
+}
+
+std::unique_ptr<Model> buildModel(const ModelSection& model, const Shape& input_shape, int64_t classes,
+                                  const LayerRegistry& registry) {
+  LayerDefaults defaults;
+  defaults.weight_init = model.init == "glorot" ? InitKind::GlorotUniform : InitKind::HeNormal;
+  auto built = std::make_unique<Model>(modelLayerSpecs(model, classes), input_shape, registry, defaults);
+  if (built->outputShape() != Shape{classes}) {
+    const auto& last = built->nodes().back();
+    std::string at = last.pos.str();
+    throw ConfigError((at.empty() ? "" : at + ": ") + "[model.layers] the output layer '" + last.layer->name() +
+                      "' produces " + built->outputShape().str() + " per sample, but the dataset has " +
+                      std::to_string(classes) + " classes; end the model with a dense layer of " +
+                      std::to_string(classes) + " units");
+  }
+  return built;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""dtrain's CPU benchmark against PyTorch (Debian's python3-torch), in one run.
+
+For the mlp (784-512-256-10) and the cnn presets at batch 128 on Fashion-MNIST
+it measures training images/s of dtrain and of PyTorch at each of its thread
+settings (the best one is the peer), the ratio, and the peak RSS of both
+processes. It also times `dtrain check`, and with --accuracy trains the shipped
+configs to the end and reports their test accuracy.
+
+Usage: scripts/bench/cpu_vs_pytorch.py [--steps N] [--repeats R] [--accuracy]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DTRAIN = os.path.join(ROOT, "build", "dtrain")
+PEER = os.path.join(ROOT, "scripts", "bench", "pytorch_peer.py")
+
+
+def run_with_rss(cmd, env=None):
+    """Runs cmd and returns (stdout, peak RSS MB) using wait4's rusage."""
+    # stderr joins stdout so one pipe is read to its end; then wait4 reaps the
+    # child and returns its own rusage (Popen.wait would discard it).
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed ({proc.returncode}):\n{out[-2000:]}")
+    return out, usage.ru_maxrss / 1024.0
+
+
+def dtrain_job(model, steps, workdir):
+    path = os.path.join(workdir, f"bench_{model}.toml")
+    with open(path, "w") as f:
+        f.write(f"""[job]
+name = "bench_{model}"
+run_dir = "{workdir}/run_{model}"
+[model]
+preset = "{model}"
+[data]
+dataset = "fashion_mnist"
+[train]
+steps = {steps}
+batch_size = 128
+eval_every_epoch = false
+checkpoint_every_epoch = false
+[optimizer]
+type = "sgd"
+lr = 0.05
+momentum = 0.9
+""")
+    return path
+
+
+def dtrain_throughput(model, warmup, steps, workdir):
+    job = dtrain_job(model, warmup + steps, workdir)
+    _, rss = run_with_rss([DTRAIN, "train", job, "--quiet", "--overwrite"])
+    lines = [json.loads(l) for l in open(os.path.join(workdir, f"run_{model}", "metrics.jsonl"))]
+    train = [l for l in lines if l["split"] == "train"]
+    t0 = next(l["time"] for l in train if l["step"] == warmup)
+    t1 = train[-1]["time"]
+    samples = sum(l["samples"] for l in train if l["step"] > warmup)
+    return samples / (t1 - t0), rss
+
+
+def torch_throughput(model, threads, warmup, steps):
+    out, rss = run_with_rss(["/usr/bin/python3", PEER, "--model", model, "--threads", str(threads),
+                             "--warmup", str(warmup), "--steps", str(steps)])
+    return json.loads(out.strip().splitlines()[-1])["images_per_s"], rss
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=0, help="measured steps (default: 300 mlp, 60 cnn)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--accuracy", action="store_true", help="also train the shipped configs to the end")
+    a = ap.parse_args()
+    if not os.path.exists(DTRAIN):
+        sys.exit("bench: build/dtrain not found; run scripts/build.sh first")
+
+    results = {}
+    with tempfile.TemporaryDirectory() as work:
+        for model in ("mlp", "cnn"):
+            steps = a.steps or (300 if model == "mlp" else 60)
+            warmup = 20 if model == "mlp" else 10
+            d_runs, t_runs = [], {1: [], 2: []}
+            d_rss, t_rss = [], {1: [], 2: []}
+            # Interleave the programs so drift in machine load hits both alike.
+            for _ in range(a.repeats):
+                ips, rss = dtrain_throughput(model, warmup, steps, work)
+                d_runs.append(ips)
+                d_rss.append(rss)
+                for th in (1, 2):
+                    ips, rss = torch_throughput(model, th, warmup, steps)
+                    t_runs[th].append(ips)
+                    t_rss[th].append(rss)
+            best_th = max((1, 2), key=lambda th: statistics.median(t_runs[th]))
+            results[model] = {
+                "dtrain_images_per_s": statistics.median(d_runs),
+                "torch_images_per_s": {th: statistics.median(v) for th, v in t_runs.items()},
+                "torch_best_threads": best_th,
+                "dtrain_peak_rss_mb": max(d_rss),
+                "torch_peak_rss_mb": max(t_rss[best_th]),
+            }
+
+        check_times = []
+        for _ in range(10):
+            t = time.perf_counter()
+            subprocess.run([DTRAIN, "check", os.path.join(ROOT, "configs", "fashion_cnn.toml")], check=True,
+                           stdout=subprocess.DEVNULL)
+            check_times.append(time.perf_counter() - t)
+
+        print(f"machine: {os.cpu_count()} cores; PyTorch peer at torch.set_num_threads 1 and 2, best taken")
+        print(f"{'model':6} {'dtrain img/s':>13} {'torch img/s (1t / 2t)':>24} {'ratio':>7} "
+              f"{'dtrain RSS MB':>14} {'torch RSS MB':>13} {'RSS ratio':>10}")
+        for model, r in results.items():
+            t = r["torch_images_per_s"]
+            best = t[r["torch_best_threads"]]
+            print(f"{model:6} {r['dtrain_images_per_s']:13.0f} {t[1]:11.0f} / {t[2]:<10.0f} "
+                  f"{r['dtrain_images_per_s'] / best:7.2f} {r['dtrain_peak_rss_mb']:14.0f} "
+                  f"{r['torch_peak_rss_mb']:13.0f} {r['dtrain_peak_rss_mb'] / r['torch_peak_rss_mb']:10.2f}")
+        print(f"dtrain check configs/fashion_cnn.toml: median {statistics.median(check_times) * 1000:.1f} ms "
+              f"over 10 runs")
+
+        if a.accuracy:
+            for model in ("mlp", "cnn"):
+                cfg = os.path.join(ROOT, "configs", f"fashion_{model}.toml")
+                run_dir = os.path.join(work, f"acc_{model}")
+                t = time.perf_counter()
+                subprocess.run([DTRAIN, "train", cfg, "--quiet", "--set", f"job.run_dir={run_dir}"], check=True,
+                               stdout=subprocess.DEVNULL)
+                dt = time.perf_counter() - t
+                out = subprocess.run([DTRAIN, "eval", run_dir, "--json"], check=True, capture_output=True,
+                                     text=True).stdout
+                acc = json.loads(out)["accuracy"]
+                print(f"accuracy {model}: {acc:.4f} test accuracy after the shipped config ({dt:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

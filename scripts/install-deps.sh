@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what dtrain needs to build and run, from Debian packages.
+#   scripts/install-deps.sh          build + run dependencies and Fashion-MNIST
+#   scripts/install-deps.sh --bench  also PyTorch (the benchmark's peer)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtomlplusplus-dev libcli11-dev libzmq3-dev cppzmq-dev libgloo-dev
+  libopenblas-dev zlib1g-dev libstb-dev doctest-dev
+  dataset-fashion-mnist
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,209 @@
+#include "core/config/job_to_toml.h"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "core/config/parse_job.h"
+#include "core/config/validate_job.h"
+#include "tests/config/config_test_util.h"
+
+using dtrain::JobConfig;
+using dtrain::jobToTable;
+using dtrain::jobToToml;
+using dtrain::parseJobString;
+using dtrain::parseJobTable;
+
+namespace {
+
+// Every field away from its default, and layers with every kind of option.
+JobConfig unusualJob() {
+  JobConfig job = parseJobString(
+      "[model]\n"
+      "[[model.layers]]\n"
+      "name = \"conv 1\"\n"
+      "type = \"conv2d\"\n"
+      "filters = 32\n"
+      "kernel = [3, 5]\n"
+      "\"odd key\" = \"say \\\"hi\\\"\\n\"\n"
+      "[[model.layers]]\n"
+      "name = \"head\"\n"
+      "type = \"dense\"\n"
+      "inputs = [\"conv 1\", \"x\"]\n"
+      "rate = 0.1\n"
+      "bias = false\n"
+      "empty = []\n",
+      "configs/unusual.toml");
+  job.job.name = "unusual";
+  job.job.run_dir = "/tmp/runs/unusual";
+  job.job.seed = UINT64_MAX - 5;
+  job.job.threads = 3;
+  job.job.device = "auto";
+  job.model.preset = "cnn";
+  job.model.hidden = {1024, 10, 3};
+  job.model.dropout = 0.3;
+  job.model.init = "glorot";
+  job.data.dataset = "idx";
+  job.data.dir = "C:\\data\\\"fashion\"";
+  job.data.train_samples = 123;
+  job.data.test_samples = 45;
+  job.data.shape = {3, 32, 30};
+  job.data.classes = 7;
+  job.data.shuffle = false;
+  job.data.prefetch = 9;
+  job.train.epochs = 11;
+  job.train.steps = 12345;
+  job.train.batch_size = 77;
+  job.train.eval_batch_size = 99;
+  job.train.eval_every_steps = 500;
+  job.train.eval_every_epoch = false;
+  job.train.checkpoint_every_steps = 250;
+  job.train.checkpoint_every_epoch = false;
+  job.train.keep_last = 8;
+  job.train.log_every_seconds = 0.5;
+  job.train.grad_clip_norm = 1.0;
+  job.optimizer.type = "adamw";
+  job.optimizer.lr = 0.1 + 0.2;  // not a short decimal: must still read back exactly
+  job.optimizer.momentum = 0.95;
+  job.optimizer.nesterov = true;
+  job.optimizer.weight_decay = 5e-4;
+  job.optimizer.beta1 = 0.8;
+  job.optimizer.beta2 = 0.9999;
+  job.optimizer.eps = 1e-12;
+  job.schedule.type = "step";
+  job.schedule.warmup_steps = 100;
+  job.schedule.step_every = 2000;
+  job.schedule.gamma = 0.5;
+  job.schedule.min_lr = 1e-6;
+  job.strategy.type = "mirrored";
+  return job;
+}
+
+void checkSameJob(const JobConfig& a, const JobConfig& b) {
+  CHECK(a.job.name == b.job.name);
+  CHECK(a.job.run_dir == b.job.run_dir);
+  CHECK(a.job.seed == b.job.seed);
+  CHECK(a.data.dir == b.data.dir);
+  CHECK(a.data.shape == b.data.shape);
+  CHECK(a.optimizer.lr == b.optimizer.lr);
+  CHECK(a.optimizer.eps == b.optimizer.eps);
+  CHECK(a.schedule.min_lr == b.schedule.min_lr);
+  REQUIRE(a.model.layers.size() == b.model.layers.size());
+  for (size_t i = 0; i < a.model.layers.size(); ++i) {
+    const dtrain::LayerSpec& x = a.model.layers[i];
+    const dtrain::LayerSpec& y = b.model.layers[i];
+    CHECK(x.name == y.name);
+    CHECK(x.type == y.type);
+    CHECK(x.inputs == y.inputs);
+    REQUIRE(x.options.entries().size() == y.options.entries().size());
+    for (const auto& [key, entry] : x.options.entries()) {
+      REQUIRE(y.options.has(key));
+      CHECK(entry.value == y.options.entries().at(key).value);
+    }
+  }
+  // The writer covers every field, so equal text means equal configs.
+  CHECK(jobToToml(a) == jobToToml(b));
+}
+
+}  // namespace
+
+TEST_CASE("jobToToml writes every field in job_config.h order") {
+  JobConfig job = parseJobString(dtrain::test::kMinimalJob, "configs/small.toml");
+  const std::string expected =
+      "[job]\n"
+      "name = \"small\"\n"
+      "run_dir = \"runs/small\"\n"
+      "seed = 42\n"
+      "threads = 0\n"
+      "device = \"cpu\"\n"
+      "\n"
+      "[model]\n"
+      "preset = \"mlp\"\n"
+      "hidden = [512, 256]\n"
+      "dropout = 0.0\n"
+      "init = \"he\"\n"
+      "\n"
+      "[data]\n"
+      "dataset = \"synthetic\"\n"
+      "dir = \"" +
+      job.data.dir +
+      "\"\n"
+      "train_samples = 6000\n"
+      "test_samples = 1000\n"
+      "shape = [1, 28, 28]\n"
+      "classes = 10\n"
+      "shuffle = true\n"
+      "prefetch = 2\n"
+      "\n"
+      "[train]\n"
+      "epochs = 10\n"
+      "steps = 0\n"
+      "batch_size = 128\n"
+      "eval_batch_size = 1000\n"
+      "eval_every_steps = 0\n"
+      "eval_every_epoch = true\n"
+      "checkpoint_every_steps = 0\n"
+      "checkpoint_every_epoch = true\n"
+      "keep_last = 3\n"
+      "log_every_seconds = 5.0\n"
+      "grad_clip_norm = 0.0\n"
+      "\n"
+      "[optimizer]\n"
+      "type = \"sgd\"\n"
+      "lr = 0.05\n"
+      "momentum = 0.9\n"
+      "nesterov = false\n"
+      "weight_decay = 0.0\n"
+      "beta1 = 0.9\n"
+      "beta2 = 0.999\n"
+      "eps = 1e-08\n"
+      "\n"
+      "[schedule]\n"
+      "type = \"constant\"\n"
+      "warmup_steps = 0\n"
+      "step_every = 1000\n"
+      "gamma = 0.1\n"
+      "min_lr = 0.0\n"
+      "\n"
+      "[strategy]\n"
+      "type = \"one_device\"\n";
+  CHECK(jobToToml(job) == expected);
+}
+
+TEST_CASE("jobToToml round-trips through parseJobString") {
+  JobConfig job = unusualJob();
+  std::string text = jobToToml(job);
+  CHECK(text.find("\n[[model.layers]]\nname = \"conv 1\"\ntype = \"conv2d\"\ninputs = []\n") !=
+        std::string::npos);
+  CHECK(text.find("\"odd key\" = \"say \\\"hi\\\"\\n\"\n") != std::string::npos);
+  JobConfig back = parseJobString(text, "resolved.toml");
+  checkSameJob(job, back);
+  CHECK(back.job.seed == UINT64_MAX - 5);
+  CHECK(back.optimizer.lr == 0.1 + 0.2);
+  CHECK(back.model.layers[0].options.getString("odd key") == "say \"hi\"\n");
+  CHECK(back.model.layers[1].options.entries().at("empty").value ==
+        dtrain::LayerOptions::Value{std::vector<int64_t>{}});
+}
+
+TEST_CASE("a resolved default job round-trips and still validates") {
+  JobConfig job = parseJobString(dtrain::test::kMinimalJob, "job.toml", {"train.steps=5"});
+  JobConfig back = parseJobString(jobToToml(job), "job.toml");
+  checkSameJob(job, back);
+  CHECK_NOTHROW(dtrain::validateJob(back));
+}
+
+TEST_CASE("jobToTable round-trips through parseJobTable") {
+  JobConfig job = unusualJob();
+  toml::table table = jobToTable(job);
+  CHECK(table.contains("job"));
+  CHECK(table["model"]["layers"].as_array()->size() == 2);
+  JobConfig back = parseJobTable(table, "state.toml");
+  checkSameJob(job, back);
+  // What a checkpoint does: write the table out with its own [state], read it back.
+  table.insert("state", toml::table{{"step", 100}});
+  std::ostringstream os;
+  os << table;
+  toml::table reread = toml::parse(os.str());
+  reread.erase("state");
+  checkSameJob(job, parseJobTable(reread, "state.toml"));
+}

@@ -1,0 +1,184 @@
+#include "core/config/validate_job.h"
+
+#include <doctest/doctest.h>
+
+#include "core/config/parse_job.h"
+#include "tests/config/config_test_util.h"
+
+using dtrain::JobConfig;
+using dtrain::parseJobString;
+using dtrain::validateJob;
+using dtrain::test::configErrorOf;
+using dtrain::test::kMinimalJob;
+using dtrain::test::TempDir;
+
+namespace {
+
+// The validation message for the minimal job plus `extra` text and overrides.
+std::string validationError(const std::string& extra, const std::vector<std::string>& overrides = {}) {
+  return configErrorOf([&] { validateJob(parseJobString(kMinimalJob + extra, "job.toml", overrides)); });
+}
+
+}  // namespace
+
+TEST_CASE("the minimal job and a fully written one are valid") {
+  CHECK(validationError("") == "(no ConfigError)");
+  TempDir dir;
+  std::string text = std::string(
+                         "[job]\nname = \"full\"\nseed = 1\nthreads = 2\ndevice = \"auto\"\n"
+                         "[model]\n[[model.layers]]\nname = \"fc\"\ntype = \"dense\"\nunits = 10\n"
+                         "[data]\ndataset = \"idx\"\ndir = ") +
+                     "\"" + dir.path().string() +
+                     "\"\n"
+                     "[train]\nsteps = 100\nepochs = 0\n"
+                     "[optimizer]\ntype = \"adamw\"\nlr = 0.001\nweight_decay = 0.01\n"
+                     "[schedule]\ntype = \"cosine\"\nwarmup_steps = 10\nmin_lr = 0.0001\n"
+                     "[strategy]\ntype = \"one_device\"\n";
+  CHECK(configErrorOf([&] { validateJob(parseJobString(text, "job.toml")); }) == "(no ConfigError)");
+}
+
+TEST_CASE("values out of range name the position, the key and the bad value") {
+  CHECK(validationError("\n[optimizer]\nlr = -0.1\n") ==
+        "job.toml:8:6: [optimizer] lr must be > 0 (got -0.1)");
+  CHECK(validationError("\n[train]\nbatch_size = 0\n") ==
+        "job.toml:8:14: [train] batch_size must be in [1, 65536] (got 0)");
+  CHECK(validationError("\n[train]\nepochs = 0\n") ==
+        "job.toml:8:10: [train] epochs must be > 0 when steps is 0 (got 0)");
+  CHECK(validationError("\n[train]\nkeep_last = 0\n") ==
+        "job.toml:8:13: [train] keep_last must be > 0 (got 0)");
+  CHECK(validationError("\n[train]\nsteps = -1\n") == "job.toml:8:9: [train] steps must be >= 0 (got -1)");
+  CHECK(validationError("\n[train]\nlog_every_seconds = inf\n") ==
+        "job.toml:8:21: [train] log_every_seconds must be a finite number (got inf)");
+  CHECK(validationError("\n[job]\nthreads = 300\n") ==
+        "job.toml:8:11: [job] threads must be in [0, 256] (got 300)");
+  CHECK(validationError("\n[optimizer]\nmomentum = 1.0\n") ==
+        "job.toml:8:12: [optimizer] momentum must be in [0, 1) (got 1.0)");
+  CHECK(validationError("\n[optimizer]\neps = 0\n") == "job.toml:8:7: [optimizer] eps must be > 0 (got 0.0)");
+  CHECK(validationError("\n[schedule]\ngamma = 0\n") ==
+        "job.toml:8:9: [schedule] gamma must be in (0, 1] (got 0.0)");
+  CHECK(validationError("\n[schedule]\nmin_lr = 0.5\n") ==
+        "job.toml:8:10: [schedule] min_lr must be < optimizer.lr (got 0.5, lr 0.05)");
+  CHECK(validationError("prefetch = 0\n") == "job.toml:6:12: [data] prefetch must be in [1, 64] (got 0)");
+}
+
+TEST_CASE("synthetic data needs a positive size, a rank-3 shape and two classes") {
+  CHECK(validationError("train_samples = 0\n") == "job.toml:6:17: [data] train_samples must be > 0 (got 0)");
+  CHECK(validationError("shape = [28, 28]\n") ==
+        "job.toml:6:9: [data] shape must be [channels, height, width] (got [28, 28])");
+  CHECK(validationError("shape = [1, 0, 28]\n") ==
+        "job.toml:6:9: [data] shape extents must be > 0 (got [1, 0, 28])");
+  CHECK(validationError("classes = 1\n") == "job.toml:6:11: [data] classes must be >= 2 (got 1)");
+}
+
+TEST_CASE("enumerated values list the choices and suggest the closest") {
+  CHECK(validationError("\n[optimizer]\ntype = \"adm\"\n") ==
+        "job.toml:8:8: [optimizer] type must be one of 'sgd', 'adam', 'adamw' (got \"adm\"; did you mean "
+        "'adam'?)");
+  CHECK(validationError("\n[optimizer]\ntype = \"rmsprop\"\n") ==
+        "job.toml:8:8: [optimizer] type must be one of 'sgd', 'adam', 'adamw' (got \"rmsprop\")");
+  CHECK(
+      validationError("\n[job]\ndevice = \"gpu\"\n") ==
+      "job.toml:8:10: [job] device must be one of 'auto', 'cpu', 'cuda' (got \"gpu\"; did you mean 'cpu'?)");
+  CHECK(validationError("\n[schedule]\ntype = \"cosin\"\n") ==
+        "job.toml:8:8: [schedule] type must be one of 'constant', 'step', 'cosine' (got \"cosin\"; did you "
+        "mean "
+        "'cosine'?)");
+  CHECK(validationError("", {"model.preset=resnet"}) ==
+        "--set model.preset=resnet: [model] preset must be one of 'mlp', 'cnn' (got \"resnet\")");
+  CHECK(validationError("", {"model.init=xavier"}) ==
+        "--set model.init=xavier: [model] init must be one of 'he', 'glorot' (got \"xavier\")");
+  CHECK(validationError("", {"data.dataset=mnist"}) ==
+        "--set data.dataset=mnist: [data] dataset must be one of 'fashion_mnist', 'idx', 'synthetic' (got "
+        "\"mnist\")");
+}
+
+TEST_CASE("nesterov needs momentum") {
+  CHECK(validationError("\n[optimizer]\nmomentum = 0\nnesterov = true\n") ==
+        "job.toml:9:12: [optimizer] nesterov needs momentum > 0 (got momentum 0.0)");
+}
+
+TEST_CASE("the model is either a preset or a list of layers") {
+  CHECK(configErrorOf([] { validateJob(parseJobString("[data]\ndataset = \"synthetic\"\n", "job.toml")); }) ==
+        "job.toml: [model] needs a preset ('mlp' or 'cnn') or a list of [[model.layers]]");
+  CHECK(configErrorOf([] {
+          validateJob(
+              parseJobString("[model]\ninit = \"he\"\n[data]\ndataset = \"synthetic\"\n", "job.toml"));
+        }) == "job.toml:1:1: [model] needs a preset ('mlp' or 'cnn') or a list of [[model.layers]]");
+  CHECK(validationError("\n[[model.layers]]\nname = \"fc\"\ntype = \"dense\"\n") ==
+        "job.toml:2:10: [model] preset 'mlp' and [[model.layers]] are both given; use one or the other");
+  CHECK(validationError("", {"model.hidden=[]"}) ==
+        "--set model.hidden=[]: [model] hidden must list at least one width for preset 'mlp' (got [])");
+  CHECK(validationError("", {"model.hidden=[64,0]"}) ==
+        "--set model.hidden=[64,0]: [model] hidden entries must be > 0 (got 0 at index 1)");
+  CHECK(validationError("", {"model.dropout=1"}) ==
+        "--set model.dropout=1: [model] dropout must be in [0, 1) (got 1.0)");
+}
+
+TEST_CASE("layer names are unique and not empty") {
+  const char* layers =
+      "[model]\n"
+      "[[model.layers]]\n"
+      "name = \"fc\"\n"
+      "type = \"dense\"\n"
+      "[[model.layers]]\n"
+      "name = \"fc\"\n"
+      "type = \"relu\"\n"
+      "[data]\n"
+      "dataset = \"synthetic\"\n";
+  CHECK(configErrorOf([&] { validateJob(parseJobString(layers, "job.toml")); }) ==
+        "job.toml:5:1: [model.layers] duplicate layer name 'fc' (first used at job.toml:2:1)");
+  CHECK(configErrorOf([] {
+          validateJob(parseJobString("[[model.layers]]\nname = \"\"\ntype = \"dense\"\n", "job.toml"));
+        }) == "job.toml:1:1: [model.layers] entry 1 has an empty name");
+  CHECK(configErrorOf([] {
+          validateJob(parseJobString("[[model.layers]]\nname = \"fc\"\ntype = \"\"\n", "job.toml"));
+        }) == "job.toml:1:1: [model.layers] 'fc' has an empty type");
+}
+
+TEST_CASE("a dataset folder must exist") {
+  TempDir dir;
+  std::string missing = (dir.path() / "nope").string();
+  std::string job = std::string("[model]\npreset = \"mlp\"\n[data]\ndir = \"") + missing + "\"\n";
+  CHECK(configErrorOf([&] { validateJob(parseJobString(job, "job.toml")); }) ==
+        "job.toml:4:7: [data] dir '" + missing +
+            "' does not exist; install the dataset-fashion-mnist package or set dir to a folder holding the "
+            "IDX "
+            "files");
+  CHECK(configErrorOf([&] { validateJob(parseJobString(job, "job.toml", {"data.dataset=idx"})); }) ==
+        "job.toml:4:7: [data] dir '" + missing +
+            "' does not exist; set dir to a folder holding the IDX files");
+  std::string file = dir.write("file", "x");
+  CHECK(configErrorOf([&] {
+          validateJob(parseJobString("[model]\npreset = \"mlp\"\n", "job.toml", {"data.dir=" + file}));
+        }) ==
+        "--set data.dir=" + file + ": [data] dir '" + file +
+            "' is not a directory; install the dataset-fashion-mnist package or set dir to a folder holding "
+            "the IDX files");
+}
+
+TEST_CASE("strategies not yet built are named as such") {
+  CHECK(validationError("\n[strategy]\ntype = \"mirrored\"\n") ==
+        "job.toml:8:8: [strategy] type 'mirrored' is not available in this build yet; use 'one_device'");
+  CHECK(validationError("", {"strategy.type=parameter_server"}) ==
+        "--set strategy.type=parameter_server: [strategy] type 'parameter_server' is not available in this "
+        "build "
+        "yet; use 'one_device'");
+  CHECK(validationError("\n[strategy]\ntype = \"mirored\"\n") ==
+        "job.toml:8:8: [strategy] type must be 'one_device' (got \"mirored\"; did you mean 'mirrored'?)");
+  CHECK(validationError("\n[strategy]\ntype = \"ring\"\n") ==
+        "job.toml:8:8: [strategy] type must be 'one_device' (got \"ring\")");
+}
+
+TEST_CASE("overrides and defaults are reported where they came from") {
+  CHECK(validationError("", {"optimizer.lr=-0.1"}) ==
+        "--set optimizer.lr=-0.1: [optimizer] lr must be > 0 (got -0.1)");
+  JobConfig job = parseJobString(kMinimalJob, "job.toml");
+  job.train.batch_size = 0;  // changed in code: still reported at the job file
+  CHECK(configErrorOf([&] { validateJob(job); }) ==
+        "job.toml: [train] batch_size must be in [1, 65536] (got 0)");
+  JobConfig built;
+  built.model.preset = "cnn";
+  built.data.dataset = "synthetic";
+  built.optimizer.lr = 0;
+  CHECK(configErrorOf([&] { validateJob(built); }) == "[optimizer] lr must be > 0 (got 0.0)");
+}

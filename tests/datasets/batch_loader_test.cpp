@@ -1,0 +1,327 @@
+#include "datasets/batch_loader.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "core/errors.h"
+#include "datasets/dataset.h"
+#include "datasets/sampler.h"
+
+using namespace dtrain;
+
+namespace {
+
+// Sample i: every pixel is (i + 1) / 1024 plus the pixel index / 1e6, label i % 7.
+// Pixels identify the sample, so duplicates and misplacements are visible.
+class IndexDataset : public Dataset {
+ public:
+  explicit IndexDataset(int64_t n, Shape shape = Shape{1, 2, 3}) : n_(n), shape_(shape) {}
+  std::string describe() const override { return "index"; }
+  int64_t size() const override { return n_; }
+  Shape sampleShape() const override { return shape_; }
+  int64_t classes() const override { return 7; }
+  int32_t get(int64_t index, float* out) const override {
+    if (index == throw_at_) throw DataError("sample " + std::to_string(index) + " is broken");
+    if (delay_us_) std::this_thread::sleep_for(std::chrono::microseconds(delay_us_));
+    for (int64_t p = 0; p < shape_.numel(); ++p)
+      out[p] = static_cast<float>(index + 1) / 1024.0f + static_cast<float>(p) * 1e-6f;
+    return static_cast<int32_t>(index % 7);
+  }
+  int64_t throw_at_ = -1;
+  int delay_us_ = 0;
+
+ private:
+  int64_t n_;
+  Shape shape_;
+};
+
+// A batch copied out of the loader's reused buffers.
+struct Copied {
+  std::vector<float> pixels;
+  std::vector<int32_t> labels;
+  Shape shape;
+  bool operator==(const Copied& o) const {
+    return pixels == o.pixels && labels == o.labels && shape == o.shape;
+  }
+};
+
+Copied copy(const Batch& b) {
+  Copied c;
+  c.pixels.assign(b.images.data(), b.images.data() + b.images.numel());
+  c.labels = b.labels;
+  c.shape = b.images.shape();
+  return c;
+}
+
+std::vector<Copied> drain(BatchLoader& loader) {
+  std::vector<Copied> out;
+  Batch b;
+  while (loader.next(b)) out.push_back(copy(b));
+  return out;
+}
+
+std::vector<Copied> epoch(const Dataset& ds, const Sampler& s, int64_t batch, int prefetch, int64_t e,
+                          int64_t position = 0) {
+  BatchLoader loader(ds, s, batch, prefetch);
+  loader.start(e, position);
+  return drain(loader);
+}
+
+template <class F>
+double secondsOf(F&& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+TEST_CASE("loader: every sample exactly once per epoch, matching dataset.get") {
+  DataSection d;
+  d.dataset = "synthetic";
+  d.train_samples = 103;
+  d.shape = {2, 5, 6};
+  d.classes = 4;
+  auto ds = openDataset(d, Split::Train, 11);
+  const int64_t numel = ds->sampleShape().numel();
+  for (int prefetch : {0, 1, 2, 5}) {
+    CAPTURE(prefetch);
+    Sampler sampler(ds->size(), 5, true);
+    BatchLoader loader(*ds, sampler, 10, prefetch);
+    CHECK(loader.batchesPerEpoch() == 11);
+    for (int64_t e : {0, 1}) {
+      loader.start(e);
+      const auto order = sampler.epochOrder(e);
+      std::vector<float> expect(static_cast<size_t>(numel));
+      Batch b;
+      int64_t seen = 0, batches = 0;
+      while (loader.next(b)) {
+        REQUIRE(b.images.shape() == Shape{b.size, 2, 5, 6});
+        REQUIRE(static_cast<int64_t>(b.labels.size()) == b.size);
+        CHECK(reinterpret_cast<uintptr_t>(b.images.data()) % 64 == 0);
+        for (int64_t i = 0; i < b.size; ++i, ++seen) {
+          int32_t label = ds->get(order[static_cast<size_t>(seen)], expect.data());
+          CHECK(b.labels[static_cast<size_t>(i)] == label);
+          CHECK(std::memcmp(b.images.data() + i * numel, expect.data(), expect.size() * sizeof(float)) == 0);
+        }
+        ++batches;
+        CHECK(loader.position() == seen);
+      }
+      CHECK(seen == 103);
+      CHECK(batches == 11);
+      CHECK_FALSE(loader.next(b));  // stays at the end
+    }
+  }
+}
+
+TEST_CASE("loader: sample identity check, partial last batch, and the same batches for any prefetch") {
+  IndexDataset ds(10);
+  Sampler sampler(10, 3, true);
+  auto ref = epoch(ds, sampler, 4, 0, 2);
+  REQUIRE(ref.size() == 3);
+  CHECK(ref[0].shape == Shape{4, 1, 2, 3});
+  CHECK(ref[1].shape == Shape{4, 1, 2, 3});
+  CHECK(ref[2].shape == Shape{2, 1, 2, 3});
+  std::set<int64_t> ids;
+  for (const auto& b : ref)
+    for (size_t i = 0; i < b.labels.size(); ++i) {
+      int64_t id = static_cast<int64_t>(b.pixels[i * 6] * 1024.0f + 0.5f) - 1;
+      CHECK(b.labels[i] == id % 7);
+      ids.insert(id);
+    }
+  CHECK(ids.size() == 10);
+  for (int prefetch : {1, 2, 3, 8}) CHECK(epoch(ds, sampler, 4, prefetch, 2) == ref);
+  // A batch larger than the dataset: one partial batch.
+  auto one = epoch(ds, sampler, 64, 2, 2);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].shape == Shape{10, 1, 2, 3});
+}
+
+TEST_CASE("loader: resuming mid-epoch yields exactly the remaining batches") {
+  IndexDataset ds(50);
+  Sampler sampler(50, 8, true);
+  for (int prefetch : {0, 2}) {
+    auto full = epoch(ds, sampler, 8, prefetch, 4);  // 7 batches: 6 x 8 + 2
+    REQUIRE(full.size() == 7);
+    for (int64_t k = 0; k <= 7; ++k) {
+      BatchLoader loader(ds, sampler, 8, prefetch);
+      loader.start(4, std::min<int64_t>(50, k * 8));
+      CHECK(loader.position() == std::min<int64_t>(50, k * 8));
+      auto rest = drain(loader);
+      CHECK(rest == std::vector<Copied>(full.begin() + k, full.end()));
+      CHECK(loader.position() == 50);
+    }
+    // A position that is not a multiple of the batch: the same samples in the same order.
+    BatchLoader loader(ds, sampler, 8, prefetch);
+    loader.start(4, 13);
+    auto rest = drain(loader);
+    std::vector<float> flat_full, flat_rest;
+    for (const auto& b : full) flat_full.insert(flat_full.end(), b.pixels.begin(), b.pixels.end());
+    for (const auto& b : rest) flat_rest.insert(flat_rest.end(), b.pixels.begin(), b.pixels.end());
+    CHECK(flat_rest == std::vector<float>(flat_full.begin() + 13 * 6, flat_full.end()));
+  }
+}
+
+TEST_CASE("loader: position() after some batches resumes the same stream") {
+  IndexDataset ds(40);
+  Sampler sampler(40, 1, true);
+  auto full = epoch(ds, sampler, 6, 2, 0);
+  BatchLoader a(ds, sampler, 6, 2);
+  a.start(0);
+  Batch b;
+  for (int i = 0; i < 3; ++i) REQUIRE(a.next(b));
+  const int64_t saved = a.position();
+  CHECK(saved == 18);
+  BatchLoader resumed(ds, sampler, 6, 2);
+  resumed.start(0, saved);
+  CHECK(drain(resumed) == std::vector<Copied>(full.begin() + 3, full.end()));
+}
+
+TEST_CASE("loader: start() again mid-epoch cancels and restarts cleanly") {
+  IndexDataset ds(60);
+  Sampler sampler(60, 2, true);
+  auto e0 = epoch(ds, sampler, 7, 3, 0);
+  auto e1 = epoch(ds, sampler, 7, 3, 1);
+  CHECK(e0 != e1);
+  for (int prefetch : {0, 1, 3}) {
+    BatchLoader loader(ds, sampler, 7, prefetch);
+    Batch b;
+    loader.start(0);
+    REQUIRE(loader.next(b));
+    REQUIRE(loader.next(b));
+    loader.start(1);  // abandon epoch 0
+    CHECK(loader.position() == 0);
+    CHECK(drain(loader) == e1);
+    loader.start(0);
+    REQUIRE(loader.next(b));
+    loader.start(0);  // restart the same epoch
+    CHECK(drain(loader) == e0);
+    // Many quick restarts while the thread is busy.
+    for (int i = 0; i < 50; ++i) {
+      loader.start(i % 2);
+      if (i % 3 == 0) loader.next(b);
+    }
+    loader.start(1);
+    CHECK(drain(loader) == e1);
+  }
+}
+
+TEST_CASE("loader: ranks split an epoch with no overlap") {
+  IndexDataset ds(23);
+  std::vector<int64_t> ids;
+  int64_t batches = 0;
+  for (int r = 0; r < 3; ++r) {
+    Sampler s(23, 4, true, r, 3);
+    BatchLoader loader(ds, s, 3, 2);
+    loader.start(1);
+    auto got = drain(loader);
+    CHECK(static_cast<int64_t>(got.size()) == loader.batchesPerEpoch());
+    batches += loader.batchesPerEpoch();
+    for (const auto& b : got)
+      for (size_t i = 0; i < b.labels.size(); ++i)
+        ids.push_back(static_cast<int64_t>(b.pixels[i * 6] * 1024.0f + 0.5f) - 1);
+  }
+  std::sort(ids.begin(), ids.end());
+  CHECK(ids.size() == 23);
+  CHECK(std::unique(ids.begin(), ids.end()) == ids.end());
+  CHECK(batches == 3 + 3 + 3);  // shares 8, 8, 7 at batch 3
+}
+
+TEST_CASE("loader: buffers are reused, not allocated per batch") {
+  IndexDataset ds(100);
+  Sampler sampler(100, 6, true);
+  BatchLoader loader(ds, sampler, 8, 2);
+  std::set<const float*> buffers;
+  Batch b;
+  for (int e = 0; e < 4; ++e) {
+    loader.start(e);
+    while (loader.next(b)) buffers.insert(b.images.data());
+  }
+  CHECK(buffers.size() <= 3);  // prefetch + the one held by the consumer
+}
+
+TEST_CASE("loader: an exception in the loader thread is rethrown by next()") {
+  IndexDataset ds(20);
+  ds.throw_at_ = 9;
+  Sampler sampler(20, 0, false);  // identity order: sample 9 is in batch 2
+  for (int prefetch : {0, 1, 4}) {
+    CAPTURE(prefetch);
+    BatchLoader loader(ds, sampler, 4, prefetch);
+    loader.start(0);
+    Batch b;
+    REQUIRE(loader.next(b));
+    REQUIRE(loader.next(b));
+    CHECK_THROWS_WITH_AS(loader.next(b), "sample 9 is broken", DataError);
+    CHECK_THROWS_AS(loader.next(b), DataError);  // stays failed
+    loader.start(0, 12);                         // past the bad sample: recovers
+    auto rest = drain(loader);
+    CHECK(rest.size() == 2);
+  }
+}
+
+TEST_CASE("loader: the destructor never hangs") {
+  IndexDataset ds(1000, Shape{1, 28, 28});
+  Sampler sampler(1000, 1, true);
+  SUBCASE("thread blocked on full buffers") {
+    double s = secondsOf([&] {
+      BatchLoader loader(ds, sampler, 16, 2);
+      loader.start(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the thread fills both slots and waits
+    });
+    CHECK(s < 2.0);
+  }
+  SUBCASE("thread in the middle of a slow batch") {
+    ds.delay_us_ = 2000;  // 2 ms a sample: a 500-sample batch would take a second
+    double s = secondsOf([&] {
+      BatchLoader loader(ds, sampler, 500, 2);
+      loader.start(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    });
+    CHECK(s < 0.5);
+  }
+  SUBCASE("never started, or after an error") {
+    double s = secondsOf([&] {
+      BatchLoader idle(ds, sampler, 16, 2);
+      ds.throw_at_ = sampler.epochOrder(0)[0];
+      BatchLoader failed(ds, sampler, 16, 2);
+      failed.start(0);
+      Batch b;
+      CHECK_THROWS_AS(failed.next(b), DataError);
+    });
+    CHECK(s < 2.0);
+  }
+}
+
+TEST_CASE("loader: invalid use is an Error") {
+  IndexDataset ds(10);
+  Sampler sampler(10, 1, true);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 0, 2), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, -1), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, Sampler(11, 1, true), 4, 2), Error);
+  BatchLoader loader(ds, sampler, 4, 2);
+  Batch b;
+  CHECK_THROWS_AS(loader.next(b), Error);
+  CHECK_THROWS_AS(loader.start(0, 11), Error);
+  CHECK_THROWS_AS(loader.start(0, -1), Error);
+  CHECK_THROWS_AS(loader.start(-1), Error);
+  loader.start(0, 10);  // resuming at the very end: an empty remainder
+  CHECK_FALSE(loader.next(b));
+}
+
+TEST_CASE("loader: an empty dataset has no batches") {
+  IndexDataset ds(0);
+  Sampler sampler(0, 1, true);
+  for (int prefetch : {0, 2}) {
+    BatchLoader loader(ds, sampler, 4, prefetch);
+    CHECK(loader.batchesPerEpoch() == 0);
+    loader.start(0);
+    Batch b;
+    CHECK_FALSE(loader.next(b));
+  }
+}

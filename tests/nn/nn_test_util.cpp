@@ -1,0 +1,119 @@
+#include "nn_test_util.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace dtrain::test {
+
+void fillDistinct(Tensor& t, Rng& rng, float gap) {
+  const int64_t n = t.numel();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng.engine());
+  for (int64_t i = 0; i < n; ++i) {
+    // Ranks centred on zero, the zero rank skipped: values are +-(k + 0.5) * gap.
+    const float v = (static_cast<float>(order[i]) - static_cast<float>(n) / 2.0f);
+    t.data()[i] = (v >= 0 ? v + 0.5f : v - 0.5f) * gap;
+  }
+}
+
+Harness::Harness(std::unique_ptr<Layer> l, const Shape& input, int64_t n, Rng& rng)
+    : layer(std::move(l)), in_shape(input), batch(n) {
+  out_shape = layer->setup({in_shape});
+  for (const ParamSpec& spec : layer->paramSpecs()) {
+    Tensor p = Tensor::empty(spec.shape);
+    rng.fill(p, 0.5f);
+    params.push_back(p);
+    grads.push_back(Tensor::zeros(spec.shape));
+  }
+  layer->bind(params, grads);
+  x = Tensor::empty(in_shape.withBatch(n));
+  rng.fill(x);
+  y = Tensor::empty(out_shape.withBatch(n));
+  dy = Tensor::empty(out_shape.withBatch(n));
+  rng.fill(dy);
+  dx = Tensor::empty(in_shape.withBatch(n));
+}
+
+void Harness::forward(const LayerContext& ctx) { layer->forward({&x}, y, ctx); }
+
+void Harness::backward(const LayerContext& ctx, bool want_dx) {
+  layer->backward({&x}, y, dy, {want_dx ? &dx : nullptr}, ctx);
+}
+
+void Harness::zeroGrads() {
+  for (Tensor& g : grads) g.zero();
+}
+
+double dotLoss(const Tensor& y, const Tensor& r) {
+  double s = 0.0;
+  for (int64_t i = 0; i < y.numel(); ++i) s += static_cast<double>(y.data()[i]) * r.data()[i];
+  return s;
+}
+
+namespace {
+
+void checkTensor(Harness& h, const std::string& name, Tensor& value, const Tensor& analytic, Rng& rng,
+                 const LayerContext& ctx, float eps, double atol, double rtol, int64_t max_per_tensor,
+                 GradCheckResult& result) {
+  std::vector<int64_t> idx(static_cast<size_t>(value.numel()));
+  std::iota(idx.begin(), idx.end(), 0);
+  if (static_cast<int64_t>(idx.size()) > max_per_tensor) {
+    std::shuffle(idx.begin(), idx.end(), rng.engine());
+    idx.resize(static_cast<size_t>(max_per_tensor));
+  }
+  for (int64_t i : idx) {
+    float* p = value.data() + i;
+    const float saved = *p;
+    *p = saved + eps;
+    h.forward(ctx);
+    const double plus = dotLoss(h.y, h.dy);
+    *p = saved - eps;
+    h.forward(ctx);
+    const double minus = dotLoss(h.y, h.dy);
+    *p = saved;
+    const double numeric = (plus - minus) / (2.0 * static_cast<double>(eps));
+    const double a = analytic.data()[i];
+    const double score = std::fabs(numeric - a) / (atol + rtol * std::fabs(a));
+    ++result.checked;
+    if (score > result.worst) {
+      result.worst = score;
+      result.where = name + "[" + std::to_string(i) + "]: numeric " + std::to_string(numeric) + ", analytic " +
+                     std::to_string(a);
+    }
+  }
+}
+
+}  // namespace
+
+GradCheckResult gradCheck(Harness& h, Rng& rng, const LayerContext& ctx, float eps, double atol, double rtol,
+                          int64_t max_per_tensor) {
+  // Analytic gradients of L = sum(y * dy): the harness's dy plays R.
+  h.zeroGrads();
+  h.forward(ctx);
+  h.backward(ctx, true);
+  std::vector<Tensor> analytic;
+  for (const Tensor& g : h.grads) {
+    Tensor copy = Tensor::empty(g.shape());
+    copy.copyFrom(g);
+    analytic.push_back(copy);
+  }
+  Tensor dx = Tensor::empty(h.dx.shape());
+  dx.copyFrom(h.dx);
+
+  GradCheckResult result;
+  checkTensor(h, "input", h.x, dx, rng, ctx, eps, atol, rtol, max_per_tensor, result);
+  const std::vector<ParamSpec> specs = h.layer->paramSpecs();
+  for (size_t k = 0; k < h.params.size(); ++k)
+    checkTensor(h, specs[k].name, h.params[k], analytic[k], rng, ctx, eps, atol, rtol, max_per_tensor, result);
+  return result;
+}
+
+double maxRelDiff(const Tensor& a, const Tensor& b) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a.data()[i]) - b.data()[i]) / (1.0 + std::fabs(b.data()[i])));
+  return worst;
+}
+
+}  // namespace dtrain::test

@@ -1,0 +1,74 @@
+// Shared helpers for the nn tests: a seeded RNG, a harness that owns a layer's
+// parameters, gradients and activations, and a finite-difference gradient
+// checker.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/nn/layer.h"
+#include "core/tensor/tensor.h"
+
+namespace dtrain::test {
+
+// Fixed-seed normal values.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : gen_(seed) {}
+  float normal() { return normal_(gen_); }
+  float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(gen_); }
+  void fill(Tensor& t, float scale = 1.0f) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = scale * normal();
+  }
+  std::mt19937_64& engine() { return gen_; }
+
+ private:
+  std::mt19937_64 gen_;
+  std::normal_distribution<float> normal_{0.0f, 1.0f};
+};
+
+// Fills t with distinct values in random order, spaced `gap` apart and pushed
+// at least gap/2 away from zero: no max-pool ties and no relu kinks within a
+// finite-difference step smaller than gap/2.
+void fillDistinct(Tensor& t, Rng& rng, float gap = 0.05f);
+
+// Owns one layer and everything it needs: random parameters (biases too, so
+// their gradients are exercised), zeroed gradients, input, output, gradients.
+struct Harness {
+  std::unique_ptr<Layer> layer;
+  Shape in_shape, out_shape;
+  int64_t batch = 0;
+  std::vector<Tensor> params, grads;
+  Tensor x, y, dy, dx;
+
+  Harness(std::unique_ptr<Layer> l, const Shape& input, int64_t n, Rng& rng);
+  void forward(const LayerContext& ctx = {});
+  // dx receives the input gradient unless want_dx is false (then din is null).
+  void backward(const LayerContext& ctx = {}, bool want_dx = true);
+  void zeroGrads();
+};
+
+// L = sum(y * r) in double.
+double dotLoss(const Tensor& y, const Tensor& r);
+
+struct GradCheckResult {
+  double worst = 0.0;  // largest |numeric - analytic| / (atol + rtol * |analytic|); <= 1 passes
+  std::string where;   // the worst element, for the failure message
+  int64_t checked = 0;
+};
+
+// Checks the harness's input gradient and every parameter gradient against
+// central differences of L = sum(y * R) for a fixed random R. Every element is
+// checked when a tensor has at most max_per_tensor elements, else a random
+// sample of that many. See gradcheck_test.cpp for the choice of eps and tolerances.
+GradCheckResult gradCheck(Harness& h, Rng& rng, const LayerContext& ctx = {}, float eps = 1e-2f,
+                          double atol = 2e-3, double rtol = 2e-3, int64_t max_per_tensor = 400);
+
+// Max |a - b| / (1 + |b|) over all elements.
+double maxRelDiff(const Tensor& a, const Tensor& b);
+
+}  // namespace dtrain::test

@@ -1,0 +1,103 @@
+// Direct tests of ops not fully covered through the layers: softmax
+// cross-entropy (value, gradient, accuracy count, stability, label errors)
+// and the im2col/col2im adjoint pair.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/backend/ops.h"
+#include "core/errors.h"
+#include "nn_test_util.h"
+
+using namespace dtrain;
+using namespace dtrain::test;
+
+TEST_CASE("softmaxCrossEntropy: loss, gradient and correct count") {
+  const int64_t n = 3, classes = 4;
+  const std::vector<float> logits = {1.0f, 2.0f, 3.0f, 4.0f,   // argmax 3
+                                     0.5f, 0.5f, -1.0f, 0.0f,  // tie 0/1: first wins
+                                     -2.0f, 7.0f, 1.0f, 0.0f};
+  const std::vector<int32_t> labels = {3, 1, 1};
+  std::vector<float> d(n * classes);
+  int64_t correct = 5;  // incremented, not overwritten
+  const double loss = ops::softmaxCrossEntropy(logits.data(), labels.data(), n, classes, 0.5f, d.data(), &correct);
+  double expected = 0.0;
+  for (int64_t r = 0; r < n; ++r) {
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(logits[r * classes + c]));
+    expected += std::log(sum) - logits[r * classes + labels[r]];
+    for (int64_t c = 0; c < classes; ++c) {
+      const double p = std::exp(static_cast<double>(logits[r * classes + c])) / sum;
+      CHECK(d[r * classes + c] == doctest::Approx(0.5 * (p - (c == labels[r]))).epsilon(1e-6));
+    }
+  }
+  CHECK(loss == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(correct == 5 + 2);  // rows 0 and 2; row 1's first maximum is class 0
+}
+
+TEST_CASE("softmaxCrossEntropy: gradient matches finite differences") {
+  // Smooth loss: central differences with eps = 1e-3 have truncation error
+  // O(eps^2) ~ 1e-6 and round-off (double loss, float logits) ~ 1e-4 relative.
+  Rng rng(31);
+  const int64_t n = 5, classes = 7;
+  std::vector<float> z(n * classes), d(n * classes);
+  for (float& v : z) v = 2.0f * rng.normal();
+  std::vector<int32_t> labels = {0, 6, 3, 3, 2};
+  ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, d.data(), nullptr);
+  const float eps = 1e-3f;
+  for (size_t i = 0; i < z.size(); ++i) {
+    const float saved = z[i];
+    z[i] = saved + eps;
+    const double plus = ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr);
+    z[i] = saved - eps;
+    const double minus = ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr);
+    z[i] = saved;
+    CHECK(d[i] == doctest::Approx((plus - minus) / (2.0 * eps)).epsilon(2e-3).scale(1.0));
+  }
+}
+
+TEST_CASE("softmaxCrossEntropy: stable for large logits") {
+  const std::vector<float> z = {1000.0f, 1001.0f, -1000.0f};
+  const int32_t label = 0;
+  float d[3];
+  const double loss = ops::softmaxCrossEntropy(z.data(), &label, 1, 3, 1.0f, d, nullptr);
+  CHECK(std::isfinite(loss));
+  CHECK(loss == doctest::Approx(std::log1p(std::exp(1.0))).epsilon(1e-9));
+  CHECK(d[0] == doctest::Approx(1.0 / (1.0 + std::exp(1.0)) - 1.0).epsilon(1e-6));
+  CHECK(d[2] == 0.0f);
+}
+
+TEST_CASE("softmaxCrossEntropy: out-of-range labels throw, naming label and classes") {
+  const std::vector<float> z(6, 0.0f);
+  for (int32_t bad : {10, -1}) {
+    const std::vector<int32_t> labels = {1, bad};
+    std::vector<float> d(6, 42.0f);
+    try {
+      ops::softmaxCrossEntropy(z.data(), labels.data(), 2, 3, 1.0f, d.data(), nullptr);
+      FAIL("no error");
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("label " + std::to_string(bad)) != std::string::npos);
+      CHECK(msg.find("3 classes") != std::string::npos);
+    }
+    CHECK(d[0] == 42.0f);  // nothing written
+  }
+}
+
+TEST_CASE("col2im is the adjoint of im2col") {
+  // <im2col(x), c> == <x, col2im(c)> for any x and c.
+  Rng rng(32);
+  const ops::Window2d geoms[] = {{3, 7, 6, 3, 2, 2, 1, 1, 0}, {2, 5, 5, 3, 3, 1, 1, 2, 2}, {1, 4, 9, 2, 4, 3, 2, 1, 1}};
+  for (const ops::Window2d& g : geoms) {
+    const int64_t rows = g.channels * g.kernel_h * g.kernel_w, cols = g.outPlane();
+    Tensor x = Tensor::empty(Shape{g.channels, g.height, g.width}), c = Tensor::empty(Shape{rows, cols});
+    rng.fill(x);
+    rng.fill(c);
+    Tensor colx = Tensor::empty(c.shape()), dx = Tensor::empty(x.shape());
+    dx.fill(1e9f);  // col2im must write every element
+    ops::im2col(x.data(), g, colx.data());
+    ops::col2im(c.data(), g, dx.data());
+    CHECK(dotLoss(colx, c) == doctest::Approx(dotLoss(x, dx)).epsilon(1e-5));
+  }
+}
