@@ -2,6 +2,7 @@
 // returns the process exit code, and lets dtrain::Error escape to main, which
 // prints it as one line.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   bool quiet = false;
   bool overwrite = false;  // replace an existing run directory's checkpoints and metrics
+  int64_t fault_kill_at_step = 0;  // tests only: SIGKILL itself after this step
 };
 int runTrain(const TrainArgs& args);
 
@@ -37,6 +39,7 @@ int runEval(const EvalArgs& args);
 struct ResumeArgs {
   std::string run_dir;
   bool quiet = false;
+  int64_t fault_kill_at_step = 0;
 };
 int runResume(const ResumeArgs& args);
 

@@ -23,6 +23,7 @@ int runResume(const ResumeArgs& args) {
   TrainerOptions options;
   options.terminal = ProgressDisplay::isTerminal(stdout);
   options.quiet = args.quiet;
+  options.fault_kill_at_step = args.fault_kill_at_step;
   Trainer trainer(job, options);
   return reportOutcome(trainer.run(&ckpt), job.job.run_dir);
 }

@@ -14,6 +14,11 @@ int reportOutcome(const TrainOutcome& outcome, const std::string& run_dir) {
                 outcome.checkpoint.c_str(), run_dir.c_str());
     return 128 + outcome.stop_signal;
   }
+  if (outcome.already_finished) {
+    std::printf("nothing to do: the run in %s already finished at step %lld (%s)\n", run_dir.c_str(),
+                static_cast<long long>(outcome.step), outcome.checkpoint.c_str());
+    return kExitOk;
+  }
   if (outcome.test_accuracy >= 0)
     std::printf("done: step %lld, test loss %.4f, test accuracy %.4f\ncheckpoint: %s\n",
                 static_cast<long long>(outcome.step), outcome.test_loss, outcome.test_accuracy,

@@ -40,6 +40,7 @@ int runTrain(const TrainArgs& args) {
   TrainerOptions options;
   options.terminal = ProgressDisplay::isTerminal(stdout);
   options.quiet = args.quiet;
+  options.fault_kill_at_step = args.fault_kill_at_step;
   Trainer trainer(job, options);
   return reportOutcome(trainer.run(nullptr), job.job.run_dir);
 }

@@ -65,9 +65,11 @@ void col2im(const float* col, const Window2d& g, float* dx);
 // 3x3 stride-1 convolution by Winograd's F(2x2,3x3) minimal filtering: each
 // 2x2 output tile costs 16 multiplies per (filter, channel) instead of 36.
 // Tiles cover the output in 2x2 blocks (tilesH x tilesW per sample, the last
-// row/column of tiles clipped when the output extent is odd); a transformed
-// tensor is laid out [16][rows][ld] with one column per tile, so the 16
-// products are ordinary gemms: M_xi[F,T] = U_xi[F,C] * V_xi[C,T].
+// row/column of tiles clipped when the output extent is odd). A transformed
+// tensor holds 16 planes (one per transform element xi), each [rows][ld] with
+// one column per tile: element (xi, r, t) at buf[xi * plane + r * ld + t]. So
+// the 16 products are ordinary gemms: M_xi[F,T] = U_xi[F,C] * V_xi[C,T].
+// Sample s of a call occupies columns [s*T, (s+1)*T).
 // Precondition for all winograd* functions: winogradSupported(g).
 constexpr int64_t kWinogradMaxPaddedWidth = 1024;
 // Kernel 3x3, stride 1, padding <= 2, width + 2 * pad_w <= kWinogradMaxPaddedWidth.
@@ -77,27 +79,31 @@ struct WinogradTiles {
   int64_t perSample() const { return rows * cols; }
 };
 WinogradTiles winogradTiles(const Window2d& g);
-// u[16][F][C] = G w G^T for w [F,C,3,3]. Writes u.
+// A plane stride >= rows * ld that keeps the 16 planes in different L1 cache
+// sets (they are streamed together).
+int64_t winogradPlaneStride(int64_t rows, int64_t ld);
+// u[16][F][C] (contiguous planes) = G w G^T for w [F,C,3,3]. Writes u.
 void winogradFilterTransform(const float* w, int64_t filters, int64_t channels, float* u);
 // dw[F,C,3,3] += G^T du G for du [16][F][C] (the weight gradient in the
 // transformed domain, see winogradGradOutputTransform).
 void winogradFilterGradTransform(const float* du, int64_t filters, int64_t channels, float* dw);
-// v[16][C][ldv] = B^T d B for every 4x4 input tile d of samples x[0..n) [n,C,H,W];
-// sample s's tiles occupy columns [s*T, (s+1)*T). Writes v.
-void winogradInputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv);
-// y[n,F,Ho,Wo] = act(A^T m A + bias) for m [16][F][ldm]. bias may be null. Writes y.
-void winogradOutputTransform(const float* m, int64_t ldm, int64_t n, int64_t filters, const Window2d& g,
-                             const float* bias, bool relu, float* y);
-// z[16][F][ldz] = A dy A^T for every 2x2 tile of dy [n,F,Ho,Wo] (zero beyond
+// v (rows = C) = B^T d B for every 4x4 input tile d of samples x[0..n) [n,C,H,W].
+// Writes the columns [0, n*T) of v.
+void winogradInputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv, int64_t plane);
+// y[n,F,Ho,Wo] = act(A^T m A + bias) for m (rows = F). bias may be null. Writes y.
+void winogradOutputTransform(const float* m, int64_t ldm, int64_t plane, int64_t n, int64_t filters,
+                             const Window2d& g, const float* bias, bool relu, float* y);
+// z (rows = F) = A dy A^T for every 2x2 tile of dy [n,F,Ho,Wo] (zero beyond
 // the output edge). When relu_out is given, dy is first masked by relu_out > 0
 // (the backward of a fused relu). Writes z. Then, with v from the forward input:
 //   weight gradient (transformed): du_xi += z_xi * v_xi^T, then winogradFilterGradTransform;
 //   input gradient (transformed):  dv_xi = u_xi^T * z_xi, then winogradGradInputTransform.
 void winogradGradOutputTransform(const float* dy, const float* relu_out, int64_t n, int64_t filters,
-                                 const Window2d& g, float* z, int64_t ldz);
+                                 const Window2d& g, float* z, int64_t ldz, int64_t plane);
 // dx[n,C,H,W] = sum over tiles of B dv B^T, each 4x4 result added at its tile's
 // input position (tiles overlap by 2; padded positions dropped). Writes dx.
-void winogradGradInputTransform(const float* dv, int64_t ldv, int64_t n, const Window2d& g, float* dx);
+void winogradGradInputTransform(const float* dv, int64_t ldv, int64_t plane, int64_t n, const Window2d& g,
+                                float* dx);
 
 // ---------------------------------------------------------------- pooling --
 

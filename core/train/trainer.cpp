@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -172,6 +173,12 @@ struct Trainer::Impl {
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
     (void)model;
+    if (state.step >= total_steps) {
+      out.already_finished = true;
+      out.step = state.step;
+      out.checkpoint = last_checkpoint;
+      return out;
+    }
     installStopHandlers();
     Batch batch;
     while (state.step < total_steps && !stopRequested()) {
@@ -190,6 +197,7 @@ struct Trainer::Impl {
         strategy->reduceFigures(figs, 3);
         ++state.step;
         ++step_in_epoch;
+
         state.position = loader->position();
         auto now = std::chrono::steady_clock::now();
         double dt = std::chrono::duration<double>(now - last).count();
@@ -207,6 +215,7 @@ struct Trainer::Impl {
         r.lr = lr;
         r.samples = static_cast<int64_t>(figs[2]);
         metrics->write(r);
+        if (state.step == opt.fault_kill_at_step) std::raise(SIGKILL);
         if (!opt.quiet) progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, r.images_per_s);
 
         bool epoch_done = state.position >= static_cast<int64_t>(sampler->size());

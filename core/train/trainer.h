@@ -18,6 +18,7 @@ struct LoadedCheckpoint;
 
 struct TrainOutcome {
   bool interrupted = false;
+  bool already_finished = false;  // resumed a run that had reached its last step
   int stop_signal = 0;
   int64_t step = 0;
   std::string checkpoint;  // the last checkpoint written ("" if none)
@@ -28,6 +29,9 @@ struct TrainerOptions {
   std::FILE* out = stdout;
   bool terminal = false;  // draw a progress bar in place
   bool quiet = false;     // no progress output at all (tests)
+  // Fault injection for tests: the process SIGKILLs itself right after this
+  // step's update (before any checkpoint of that step). 0 = never.
+  int64_t fault_kill_at_step = 0;
 };
 
 class Trainer {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/backend/cpu/pool_2x2.h"
 #include "core/backend/ops.h"
 
 namespace dtrain::ops {
@@ -18,8 +19,8 @@ inline void windowSpan(int64_t o, int64_t stride, int64_t pad, int64_t kernel, i
   hi = start + kernel < in ? start + kernel : in;
 }
 
-// Max of a 2x2 window at stride 2 without padding: the common case, written
-// branch-free so the compiler can vectorise it across output columns.
+// Max of a 2x2 window at stride 2 without padding, when no vectorised
+// version is built (see pool_2x2.h).
 void maxPool2x2Plane(const float* __restrict x, int64_t w, int64_t ho, int64_t wo, float* __restrict y,
                      int32_t* __restrict idx) {
   for (int64_t oy = 0; oy < ho; ++oy) {
@@ -55,6 +56,7 @@ void maxPoolForward(const float* x, int64_t n, const Window2d& g, float* y, int3
   const int64_t ho = g.outHeight(), wo = g.outWidth(), planes = n * g.channels;
   const bool fast = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 &&
                     g.pad_h == 0 && g.pad_w == 0;
+  if (fast && detail::maxPool2x2Forward(x, planes, g.height, g.width, y, argmax)) return;
   for (int64_t p = 0; p < planes; ++p) {
     const float* xp = x + p * g.inPlane();
     float* yp = y + p * ho * wo;
@@ -88,6 +90,9 @@ void maxPoolForward(const float* x, int64_t n, const Window2d& g, float* y, int3
 
 void maxPoolBackward(const float* dy, const int32_t* argmax, int64_t n, const Window2d& g, float* dx) {
   const int64_t out = g.outPlane(), planes = n * g.channels;
+  const bool fast = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 &&
+                    g.pad_h == 0 && g.pad_w == 0;
+  if (fast && detail::maxPool2x2Backward(dy, argmax, planes, g.height, g.width, dx)) return;
   for (int64_t p = 0; p < planes; ++p) {
     float* dxp = dx + p * g.inPlane();
     const float* dyp = dy + p * out;

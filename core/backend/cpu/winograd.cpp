@@ -9,10 +9,12 @@
 // a runs along H and b along W.
 //
 // Vectorisation runs across the tiles of one tile row (8 tiles per vector).
-// Input columns are split into even and odd ones ("deinterleaved") so that
-// tile j's four columns 2j..2j+3 are E[j], O[j], E[j+1], O[j+1]: plain
-// contiguous loads. Row buffers live on the stack, which bounds the padded
-// width (kMaxPaddedWidth); wider inputs use im2col.
+// Padded rows are split into even and odd columns, E[j] = column 2j and
+// O[j] = column 2j+1, so tile j's four columns are E[j], O[j], E[j+1], O[j+1].
+// The "+1" neighbours come from lane shifts in registers, never from loads at
+// odd offsets: a load that straddles a just-stored vector cannot be forwarded
+// from the store buffer and stalls. Row buffers live on the stack, which bounds
+// the padded width (kWinogradMaxPaddedWidth); wider inputs use im2col.
 #include <cstring>
 
 #include "core/backend/cpu/vec8.h"
@@ -24,18 +26,20 @@ using simd::V8;
 
 namespace {
 
-// One deinterleaved padded row holds tilesW + 1 entries plus slack for the
-// j+1 loads of the last vector.
-constexpr int64_t kRowFloats = kWinogradMaxPaddedWidth / 2 + 16;
+// A split row: entries [0, tilesW + 1) rounded up to vectors, plus two vectors
+// of slack (the k+1 loads and the carry of the gradient accumulation).
+constexpr int64_t kRowFloats = kWinogradMaxPaddedWidth / 2 + 32;
 
 struct Dims {
   int64_t h, w, ho, wo, p, q, th, tw, t;
+  int64_t used;  // split-row entries any kernel touches
 };
 
 Dims dims(const Window2d& g) {
-  WinogradTiles tiles = winogradTiles(g);
-  return {g.height, g.width, g.outHeight(), g.outWidth(), g.pad_h, g.pad_w,
-          tiles.rows, tiles.cols, tiles.perSample()};
+  const WinogradTiles tiles = winogradTiles(g);
+  const int64_t tw = tiles.cols;
+  return {g.height, g.width, g.outHeight(), g.outWidth(), g.pad_h, g.pad_w, tiles.rows, tw,
+          tiles.perSample(), (tw + 7) / 8 * 8 + 16};
 }
 
 // Stores: masked stores are slow on some CPUs (microcoded on AMD Zen), so the
@@ -51,29 +55,52 @@ inline void storeSpill(float* p, V8 v, int64_t valid, const float* end) {
     simd::store(p, v);
 }
 
-// Fills a deinterleaved padded row: e[j] = row[2j - q], o[j] = row[2j + 1 - q],
-// zero outside [0, w). Entries the stores below never reach must already be
-// zero (they are: buffers start zeroed and every fill writes the same entries).
-void fillRow(const float* row, int64_t w, int64_t q, float* e, float* o) {
-  // Input column 2k lands at padded column 2k + q, column 2k + 1 at 2k + 1 + q.
-  float* even_dst = (q % 2 == 0) ? e + q / 2 : o + q / 2;
-  float* odd_dst = (q % 2 == 0) ? o + q / 2 : e + q / 2 + 1;
+// Splits an input row: ev[k] = row[2k], od[k] = row[2k+1], zero past w.
+// Entries past the last vector written stay as they are (zero: buffers start
+// zeroed and every split of the call writes the same entries).
+void splitRow(const float* row, int64_t w, float* ev, float* od) {
   for (int64_t k = 0; 2 * k < w; k += 8) {
-    V8 ev, od;
-    simd::deinterleave(simd::loadN(row + 2 * k, w - 2 * k), simd::loadN(row + 2 * k + 8, w - 2 * k - 8), ev, od);
-    simd::store(even_dst + k, ev);
-    simd::store(odd_dst + k, od);
+    V8 a, b;
+    simd::deinterleave(simd::loadN(row + 2 * k, w - 2 * k), simd::loadN(row + 2 * k + 8, w - 2 * k - 8), a, b);
+    simd::store(ev + k, a);
+    simd::store(od + k, b);
   }
 }
 
-// dx row (w floats) from a deinterleaved padded row: dx[ix] = padded[ix + q].
+// The padded columns 2j, 2j+1, 2j+2, 2j+3 of tiles j = jc..jc+7, from a split
+// row and the left padding q (padded column X is input column X - q).
+struct TileColumns {
+  V8 d0, d1, d2, d3;
+};
+inline TileColumns tileColumns(const float* ev, const float* od, int64_t jc, int64_t q) {
+  const V8 ev0 = simd::load(ev + jc), od0 = simd::load(od + jc);
+  if (q == 0) {
+    const V8 ev1 = simd::load(ev + jc + 8), od1 = simd::load(od + jc + 8);
+    return {ev0, od0, simd::shiftDown(ev0, ev1), simd::shiftDown(od0, od1)};
+  }
+  if (q == 1) {  // column 2j is input 2j - 1 = od[j - 1]
+    const V8 odm = jc ? simd::load(od + jc - 8) : simd::zero(), ev1 = simd::load(ev + jc + 8);
+    return {simd::shiftUp(od0, odm), ev0, od0, simd::shiftDown(ev0, ev1)};
+  }
+  // q == 2: column 2j is input 2j - 2 = ev[j - 1]
+  const V8 evm = jc ? simd::load(ev + jc - 8) : simd::zero(), odm = jc ? simd::load(od + jc - 8) : simd::zero();
+  return {simd::shiftUp(ev0, evm), simd::shiftUp(od0, odm), ev0, od0};
+}
+
+// dx row (w floats) from padded-row accumulators: dx[ix] = padded[ix + q].
 void emitRow(const float* e, const float* o, int64_t w, int64_t q, float* dx, const float* end) {
-  // Pairs (first[j], second[j]) are padded columns (q + 2j, q + 2j + 1).
-  const float* first = (q % 2 == 0) ? e + q / 2 : o + q / 2;
-  const float* second = (q % 2 == 0) ? o + q / 2 : e + q / 2 + 1;
   for (int64_t j = 0; 2 * j < w; j += 8) {
+    const V8 e0 = simd::load(e + j), o0 = simd::load(o + j);
+    V8 first = e0, second = o0;  // q == 0: (E[j], O[j])
+    if (q == 1) {                // (O[j], E[j+1])
+      first = o0;
+      second = simd::shiftDown(e0, simd::load(e + j + 8));
+    } else if (q == 2) {  // (E[j+1], O[j+1])
+      first = simd::shiftDown(e0, simd::load(e + j + 8));
+      second = simd::shiftDown(o0, simd::load(o + j + 8));
+    }
     V8 lo, hi;
-    simd::interleave(simd::load(first + j), simd::load(second + j), lo, hi);
+    simd::interleave(first, second, lo, hi);
     storeSpill(dx + 2 * j, lo, w - 2 * j, end);
     if (2 * j + 8 < w) storeSpill(dx + 2 * j + 8, hi, w - 2 * j - 8, end);
   }
@@ -88,6 +115,15 @@ bool winogradSupported(const Window2d& g) {
 }
 
 WinogradTiles winogradTiles(const Window2d& g) { return {(g.outHeight() + 1) / 2, (g.outWidth() + 1) / 2}; }
+
+int64_t winogradPlaneStride(int64_t rows, int64_t ld) {
+  // The 16 planes are read and written together; a stride that is an odd
+  // multiple of 64 bytes spreads them over 16 different L1 sets instead of
+  // piling them into one (a multiple of 4 KiB would).
+  int64_t plane = (rows * ld + 15) / 16 * 16;
+  if ((plane / 16) % 2 == 0) plane += 16;
+  return plane;
+}
 
 void winogradFilterTransform(const float* w, int64_t filters, int64_t channels, float* u) {
   const int64_t stride = filters * channels;
@@ -134,30 +170,30 @@ void winogradFilterGradTransform(const float* du, int64_t filters, int64_t chann
     }
 }
 
-void winogradInputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv) {
+void winogradInputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv, int64_t plane) {
   const Dims d = dims(g);
-  const int64_t channels = g.channels, xi_stride = channels * ldv, used = d.tw + 16;
-  // A ring of four deinterleaved padded input rows: padded row y in slot y % 4,
-  // so each input row is deinterleaved once although tile rows overlap by two.
-  alignas(32) float e[4][kRowFloats], o[4][kRowFloats];
-  std::memset(e, 0, sizeof(e));
-  std::memset(o, 0, sizeof(o));
+  const int64_t channels = g.channels;
+  // A ring of four split padded rows (padded row y in slot y % 4), so each
+  // input row is split once although consecutive tile rows share two rows.
+  alignas(32) float ev[4][kRowFloats], od[4][kRowFloats];
+  std::memset(ev, 0, sizeof(ev));
+  std::memset(od, 0, sizeof(od));
   for (int64_t s = 0; s < n; ++s)
     for (int64_t c = 0; c < channels; ++c) {
-      const float* plane = x + (s * channels + c) * d.h * d.w;
+      const float* src = x + (s * channels + c) * d.h * d.w;
       auto load_row = [&](int64_t y) {
         const int64_t iy = y - d.p;
         if (iy >= 0 && iy < d.h) {
-          fillRow(plane + iy * d.w, d.w, d.q, e[y % 4], o[y % 4]);
+          splitRow(src + iy * d.w, d.w, ev[y % 4], od[y % 4]);
         } else {
-          std::memset(e[y % 4], 0, sizeof(float) * used);
-          std::memset(o[y % 4], 0, sizeof(float) * used);
+          std::memset(ev[y % 4], 0, sizeof(float) * d.used);
+          std::memset(od[y % 4], 0, sizeof(float) * d.used);
         }
       };
       load_row(0);
       load_row(1);
       float* row_start = v + c * ldv;
-      const float* row_end = row_start + n * d.t;  // this call's part of the (xi, c) rows
+      const float* row_end = row_start + n * d.t;  // this call's part of each (xi, c) row
       for (int64_t ti = 0; ti < d.th; ++ti) {
         load_row(2 * ti + 2);
         load_row(2 * ti + 3);
@@ -165,32 +201,30 @@ void winogradInputTransform(const float* x, int64_t n, const Window2d& g, float*
         for (int64_t jc = 0; jc < d.tw; jc += 8) {
           V8 h[4][4];  // d B, row by row
           for (int a = 0; a < 4; ++a) {
-            const float* er = e[(2 * ti + a) % 4] + jc;
-            const float* orow = o[(2 * ti + a) % 4] + jc;
-            const V8 d0 = simd::load(er), d1 = simd::load(orow), d2 = simd::load(er + 1), d3 = simd::load(orow + 1);
-            h[a][0] = d0 - d2;
-            h[a][1] = d1 + d2;
-            h[a][2] = d2 - d1;
-            h[a][3] = d1 - d3;
+            const int slot = static_cast<int>((2 * ti + a) % 4);
+            const TileColumns t = tileColumns(ev[slot], od[slot], jc, d.q);
+            h[a][0] = t.d0 - t.d2;
+            h[a][1] = t.d1 + t.d2;
+            h[a][2] = t.d2 - t.d1;
+            h[a][3] = t.d1 - t.d3;
           }
           const int64_t valid = d.tw - jc;
           for (int b = 0; b < 4; ++b) {  // B^T (d B)
-            float* p = dst + jc + b * xi_stride;
-            const float* end = row_end + b * xi_stride;
+            float* p = dst + jc + b * plane;
+            const float* end = row_end + b * plane;
             storeSpill(p, h[0][b] - h[2][b], valid, end);
-            storeSpill(p + 4 * xi_stride, h[1][b] + h[2][b], valid, end + 4 * xi_stride);
-            storeSpill(p + 8 * xi_stride, h[2][b] - h[1][b], valid, end + 8 * xi_stride);
-            storeSpill(p + 12 * xi_stride, h[1][b] - h[3][b], valid, end + 12 * xi_stride);
+            storeSpill(p + 4 * plane, h[1][b] + h[2][b], valid, end + 4 * plane);
+            storeSpill(p + 8 * plane, h[2][b] - h[1][b], valid, end + 8 * plane);
+            storeSpill(p + 12 * plane, h[1][b] - h[3][b], valid, end + 12 * plane);
           }
         }
       }
     }
 }
 
-void winogradOutputTransform(const float* m, int64_t ldm, int64_t n, int64_t filters, const Window2d& g,
-                             const float* bias, bool relu, float* y) {
+void winogradOutputTransform(const float* m, int64_t ldm, int64_t plane, int64_t n, int64_t filters,
+                             const Window2d& g, const float* bias, bool relu, float* y) {
   const Dims d = dims(g);
-  const int64_t xi_stride = filters * ldm;
   const float* y_end = y + n * filters * d.ho * d.wo;
   for (int64_t s = 0; s < n; ++s)
     for (int64_t f = 0; f < filters; ++f) {
@@ -206,10 +240,10 @@ void winogradOutputTransform(const float* m, int64_t ldm, int64_t n, int64_t fil
           const int64_t valid = d.tw - jc;
           V8 t[2][4];  // A^T M
           for (int col = 0; col < 4; ++col) {
-            const V8 m0 = simd::loadN(src + (0 + col) * xi_stride + jc, valid);
-            const V8 m1 = simd::loadN(src + (4 + col) * xi_stride + jc, valid);
-            const V8 m2 = simd::loadN(src + (8 + col) * xi_stride + jc, valid);
-            const V8 m3 = simd::loadN(src + (12 + col) * xi_stride + jc, valid);
+            const V8 m0 = simd::loadN(src + (0 + col) * plane + jc, valid);
+            const V8 m1 = simd::loadN(src + (4 + col) * plane + jc, valid);
+            const V8 m2 = simd::loadN(src + (8 + col) * plane + jc, valid);
+            const V8 m3 = simd::loadN(src + (12 + col) * plane + jc, valid);
             t[0][col] = m0 + m1 + m2;
             t[1][col] = m1 - m2 - m3;
           }
@@ -234,18 +268,17 @@ void winogradOutputTransform(const float* m, int64_t ldm, int64_t n, int64_t fil
 }
 
 void winogradGradOutputTransform(const float* dy, const float* relu_out, int64_t n, int64_t filters,
-                                 const Window2d& g, float* z, int64_t ldz) {
+                                 const Window2d& g, float* z, int64_t ldz, int64_t plane) {
   const Dims d = dims(g);
-  const int64_t xi_stride = filters * ldz;
   for (int64_t s = 0; s < n; ++s)
     for (int64_t f = 0; f < filters; ++f) {
-      const int64_t plane = (s * filters + f) * d.ho * d.wo;
+      const int64_t src = (s * filters + f) * d.ho * d.wo;
       float* row_start = z + f * ldz;
       const float* row_end = row_start + n * d.t;
       for (int64_t ti = 0; ti < d.th; ++ti) {
         float* dst = row_start + s * d.t + ti * d.tw;
         for (int64_t jc = 0; jc < d.tw; jc += 8) {
-          // g[r][c]: dy at output row 2ti+r, column 2(jc+lane)+c.
+          // gv[r][c]: dy at output row 2ti+r, column 2(jc+lane)+c.
           V8 gv[2][2];
           for (int r = 0; r < 2; ++r) {
             const int64_t oy = 2 * ti + r;
@@ -253,7 +286,7 @@ void winogradGradOutputTransform(const float* dy, const float* relu_out, int64_t
               gv[r][0] = gv[r][1] = simd::zero();
               continue;
             }
-            const int64_t at = plane + oy * d.wo + 2 * jc, left = d.wo - 2 * jc;
+            const int64_t at = src + oy * d.wo + 2 * jc, left = d.wo - 2 * jc;
             V8 lo = simd::loadN(dy + at, left), hi = simd::loadN(dy + at + 8, left - 8);
             if (relu_out) {
               lo = simd::wherePositive(simd::loadN(relu_out + at, left), lo);
@@ -270,60 +303,76 @@ void winogradGradOutputTransform(const float* dy, const float* relu_out, int64_t
           }
           const int64_t valid = d.tw - jc;
           for (int a = 0; a < 4; ++a) {  // (A g) A^T
-            float* p = dst + jc + 4 * a * xi_stride;
-            const float* end = row_end + 4 * a * xi_stride;
+            float* p = dst + jc + 4 * a * plane;
+            const float* end = row_end + 4 * a * plane;
             storeSpill(p, t[a][0], valid, end);
-            storeSpill(p + xi_stride, t[a][0] + t[a][1], valid, end + xi_stride);
-            storeSpill(p + 2 * xi_stride, t[a][0] - t[a][1], valid, end + 2 * xi_stride);
-            storeSpill(p + 3 * xi_stride, -t[a][1], valid, end + 3 * xi_stride);
+            storeSpill(p + plane, t[a][0] + t[a][1], valid, end + plane);
+            storeSpill(p + 2 * plane, t[a][0] - t[a][1], valid, end + 2 * plane);
+            storeSpill(p + 3 * plane, -t[a][1], valid, end + 3 * plane);
           }
         }
       }
     }
 }
 
-void winogradGradInputTransform(const float* dv, int64_t ldv, int64_t n, const Window2d& g, float* dx) {
+void winogradGradInputTransform(const float* dv, int64_t ldv, int64_t plane, int64_t n, const Window2d& g,
+                                float* dx) {
   const Dims d = dims(g);
-  const int64_t channels = g.channels, xi_stride = channels * ldv;
+  const int64_t channels = g.channels;
   const float* dx_end = dx + n * channels * d.h * d.w;
-  // A ring of four deinterleaved padded rows: padded row y lives in slot y % 4.
-  // Tile row ti touches rows 2ti..2ti+3; after it, rows 2ti and 2ti+1 are final.
+  // A ring of four padded-row accumulators (even and odd columns): padded row
+  // y lives in slot y % 4. Tile row ti adds to rows 2ti..2ti+3; after it,
+  // rows 2ti and 2ti+1 are complete and are written out.
   alignas(32) float e[4][kRowFloats], o[4][kRowFloats];
-  const int64_t used = d.tw + 16;  // entries the accumulation and emitRow can touch
+  std::memset(e, 0, sizeof(e));
+  std::memset(o, 0, sizeof(o));
   auto emit = [&](float* dxp, int64_t y) {
     const int64_t iy = y - d.p;
     if (iy >= 0 && iy < d.h) emitRow(e[y % 4], o[y % 4], d.w, d.q, dxp + iy * d.w, dx_end);
-    std::memset(e[y % 4], 0, sizeof(float) * used);
-    std::memset(o[y % 4], 0, sizeof(float) * used);
+    std::memset(e[y % 4], 0, sizeof(float) * d.used);
+    std::memset(o[y % 4], 0, sizeof(float) * d.used);
   };
-  std::memset(e, 0, sizeof(e));
-  std::memset(o, 0, sizeof(o));
   for (int64_t s = 0; s < n; ++s)
     for (int64_t c = 0; c < channels; ++c) {
       float* dxp = dx + (s * channels + c) * d.h * d.w;
       for (int64_t ti = 0; ti < d.th; ++ti) {
         const float* src = dv + c * ldv + s * d.t + ti * d.tw;
-        for (int64_t jc = 0; jc < d.tw; jc += 8) {
+        // Tile j adds its columns 2 and 3 to E[j+1] and O[j+1]: those vectors
+        // are shifted up one lane, the top lane carried into the next chunk.
+        V8 carry_e[4], carry_o[4];
+        for (int a = 0; a < 4; ++a) carry_e[a] = carry_o[a] = simd::zero();
+        int64_t jc = 0;
+        for (; jc < d.tw; jc += 8) {
           const int64_t valid = d.tw - jc;  // lanes past it load as zero and add nothing
           V8 r[4][4];                       // B dv
           for (int b = 0; b < 4; ++b) {
-            const V8 v0 = simd::loadN(src + (0 + b) * xi_stride + jc, valid);
-            const V8 v1 = simd::loadN(src + (4 + b) * xi_stride + jc, valid);
-            const V8 v2 = simd::loadN(src + (8 + b) * xi_stride + jc, valid);
-            const V8 v3 = simd::loadN(src + (12 + b) * xi_stride + jc, valid);
+            const V8 v0 = simd::loadN(src + (0 + b) * plane + jc, valid);
+            const V8 v1 = simd::loadN(src + (4 + b) * plane + jc, valid);
+            const V8 v2 = simd::loadN(src + (8 + b) * plane + jc, valid);
+            const V8 v3 = simd::loadN(src + (12 + b) * plane + jc, valid);
             r[0][b] = v0;
             r[1][b] = v1 - v2 + v3;
             r[2][b] = v1 + v2 - v0;
             r[3][b] = -v3;
           }
-          for (int a = 0; a < 4; ++a) {  // (B dv) B^T, added at padded row 2ti+a
-            float* er = e[(2 * ti + a) % 4] + jc;
-            float* orow = o[(2 * ti + a) % 4] + jc;
-            simd::store(er, simd::load(er) + r[a][0]);
-            simd::store(orow, simd::load(orow) + (r[a][1] - r[a][2] + r[a][3]));
-            simd::store(er + 1, simd::load(er + 1) + (r[a][1] + r[a][2] - r[a][0]));
-            simd::store(orow + 1, simd::load(orow + 1) - r[a][3]);
+          for (int a = 0; a < 4; ++a) {  // (B dv) B^T, added to padded row 2ti+a
+            const int slot = static_cast<int>((2 * ti + a) % 4);
+            const V8 h0 = r[a][0], h1 = r[a][1] - r[a][2] + r[a][3];
+            const V8 h2 = r[a][1] + r[a][2] - r[a][0], h3 = -r[a][3];
+            float* er = e[slot] + jc;
+            float* orow = o[slot] + jc;
+            simd::store(er, simd::load(er) + h0 + simd::shiftUp(h2, carry_e[a]));
+            simd::store(orow, simd::load(orow) + h1 + simd::shiftUp(h3, carry_o[a]));
+            carry_e[a] = h2;
+            carry_o[a] = h3;
           }
+        }
+        for (int a = 0; a < 4; ++a) {  // the last tile's carry
+          const int slot = static_cast<int>((2 * ti + a) % 4);
+          float* er = e[slot] + jc;
+          float* orow = o[slot] + jc;
+          simd::store(er, simd::load(er) + simd::shiftUp(simd::zero(), carry_e[a]));
+          simd::store(orow, simd::load(orow) + simd::shiftUp(simd::zero(), carry_o[a]));
         }
         emit(dxp, 2 * ti);
         emit(dxp, 2 * ti + 1);

@@ -1,0 +1,143 @@
+// Helpers for tests that drive the dtrain binary: temporary run directories,
+// job files, running the binary in the foreground or background, and reading
+// what a run wrote.
+#pragma once
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dtrain::testing {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the system temp dir, removed by the destructor.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    path_ = fs::temp_directory_path() / ("dtrain-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
+                                         std::to_string(counter()++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  fs::path path_;
+};
+
+inline void writeFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+inline std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs build/dtrain with `args` to completion; output captured.
+inline RunResult runDtrain(const std::vector<std::string>& args) {
+  std::string cmd = DTRAIN_BINARY;
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " 2>&1";
+  RunResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// Starts build/dtrain in the background with output to `log`; returns its pid.
+inline pid_t startDtrain(const std::vector<std::string>& args, const std::string& log) {
+  std::fflush(nullptr);  // the child must not repeat buffered output
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(::fileno(stdout), 2);
+    std::vector<char*> argv;
+    std::string bin = DTRAIN_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    std::_Exit(127);
+  }
+  return pid;
+}
+
+// Waits for `pid`; returns its exit code (128 + signal when killed).
+inline int waitExit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Polls until `pred` holds or `seconds` pass.
+template <typename Pred>
+bool waitFor(Pred pred, double seconds) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+// Step directories under RUN_DIR/checkpoints, sorted.
+inline std::vector<std::string> stepDirs(const std::string& run_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(fs::path(run_dir) / "checkpoints", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) == 0) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A small job on synthetic data: fast, deterministic, with dropout so the
+// counter-based masks are exercised by the resume tests.
+inline std::string smallJob(const std::string& run_dir, const std::string& extra = "") {
+  return "[job]\nname = \"small\"\nrun_dir = \"" + run_dir +
+         "\"\nseed = 7\nthreads = 2\n"
+         "[model]\npreset = \"mlp\"\nhidden = [64, 32]\ndropout = 0.1\n"
+         "[data]\ndataset = \"synthetic\"\ntrain_samples = 1000\ntest_samples = 200\nshape = [1, 12, 12]\n"
+         "classes = 4\n"
+         "[train]\nepochs = 6\nbatch_size = 48\ncheckpoint_every_steps = 7\nkeep_last = 50\n"
+         "[optimizer]\ntype = \"adamw\"\nlr = 0.003\nweight_decay = 0.01\n"
+         "[schedule]\ntype = \"cosine\"\nwarmup_steps = 10\n" +
+         extra;
+}
+
+}  // namespace dtrain::testing
