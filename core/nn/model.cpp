@@ -92,7 +92,6 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
   std::vector<int> node_of(specs.size());
   for (size_t k = 0; k < order.size(); ++k) node_of[order[k]] = static_cast<int>(k);
   consumers_.assign(specs.size(), 0);
-  int network_input_readers = 0;
   for (int s : order) {
     const LayerSpec& spec = specs[s];
     Node node;
@@ -103,10 +102,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
       int n = in < 0 ? -1 : node_of[in];
       node.inputs.push_back(n);
       in_shapes.push_back(n < 0 ? input_shape_ : nodes_[n].out_shape);
-      if (n >= 0)
-        ++consumers_[n];
-      else
-        ++network_input_readers;
+      if (n >= 0) ++consumers_[n];
     }
     if (static_cast<int>(in_shapes.size()) != node.layer->numInputs())
       throw ConfigError(where(spec.pos) + "[model.layers] '" + spec.name + "' (" + spec.type + ") takes " +
@@ -119,7 +115,12 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
     }
     nodes_.push_back(std::move(node));
   }
-  (void)network_input_readers;
+  // Every result but the output's must feed some layer: backward would
+  // otherwise have no gradient to start such a branch from.
+  for (size_t i = 0; i + 1 < nodes_.size(); ++i)
+    if (consumers_[i] == 0)
+      throw ConfigError(where(nodes_[i].pos) + "[model.layers] the result of '" + nodes_[i].layer->name() +
+                        "' is not used by any layer; remove it or name it in another layer's inputs");
 }
 
 void Model::registerParams(ParamStore& store) const {
