@@ -28,7 +28,6 @@ BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t s
   pool_.run([&](int t) {
     Replica& r = replicas_[static_cast<size_t>(t)];
     r.figures = BatchFigures{};
-    if (training) r.grads.zero();
     auto [begin, end] = WorkerPool::split(n, parts, t);
     // Evaluation batches may exceed the capacity: walk them in pieces.
     for (int64_t start = begin; start < end; start += capacity_) {
@@ -54,21 +53,18 @@ BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t s
 }
 
 BatchFigures ReplicaSet::trainStep(const Batch& batch, uint64_t step_seed, float grad_scale) {
-  BatchFigures figures = runSlices(batch, true, step_seed, grad_scale);
-  if (replicas_.size() > 1) {
-    // Sum the replicas' gradients into replica 0's buffer, each thread a range,
-    // always adding in replica order so the result does not depend on timing.
-    const int64_t size = store_.size();
-    pool_.run([&](int t) {
-      auto [begin, end] = WorkerPool::split(size, pool_.size(), t, 16);
-      float* dst = replicas_[0].grads.data();
-      for (size_t r = 1; r < replicas_.size(); ++r) {
-        const float* src = replicas_[r].grads.data();
-        for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
-      }
-    });
+  return runSlices(batch, true, step_seed, grad_scale);
+}
+
+void ReplicaSet::sumGradients(int64_t begin, int64_t end) {
+  float* dst = replicas_[0].grads.data();
+  for (size_t r = 1; r < replicas_.size(); ++r) {
+    float* src = replicas_[r].grads.data();
+    for (int64_t i = begin; i < end; ++i) {
+      dst[i] += src[i];
+      src[i] = 0.0f;
+    }
   }
-  return figures;
 }
 
 BatchFigures ReplicaSet::evaluate(const Batch& batch) { return runSlices(batch, false, 0, 0.0f); }

@@ -45,11 +45,18 @@ class ReplicaSet {
   ParamStore& store() { return store_; }
   const Model& model() const { return *replicas_[0].model; }
 
-  // Forward and backward over the batch; the gradient of the mean loss (scaled
-  // by grad_scale, usually 1/batch) ends up summed in grads().
+  // Forward and backward over the batch: each replica adds the gradient of its
+  // samples' loss (scaled by grad_scale, usually 1/batch) to its own buffer.
+  // The buffers must be zero before (they start so; see sumGradients).
   BatchFigures trainStep(const Batch& batch, uint64_t step_seed, float grad_scale);
+  // For grads()[begin, end): adds the other replicas' gradients into replica 0's,
+  // in replica order (so the result does not depend on timing), and zeroes
+  // theirs for the next step. Ranges may be processed by different threads.
+  void sumGradients(int64_t begin, int64_t end);
   // Forward only, inference mode.
   BatchFigures evaluate(const Batch& batch);
+  // Replica 0's gradient buffer: after sumGradients, the whole batch's gradient.
+  // Whoever consumes it zeroes it again before the next trainStep.
   Tensor& grads() { return replicas_[0].grads; }
 
  private:

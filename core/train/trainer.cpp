@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -134,29 +135,47 @@ struct Trainer::Impl {
 
   // One optimizer update from the batch; returns its figures.
   BatchFigures step(const Batch& batch, double lr) {
-    const int64_t n = batch.size;
     uint64_t step_seed = splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
-    BatchFigures f = replicas->trainStep(batch, step_seed, 1.0f / static_cast<float>(n));
+    BatchFigures f = replicas->trainStep(batch, step_seed, 1.0f / static_cast<float>(batch.size));
     ParamStore& store = replicas->store();
+    float* params = store.params().data();
     float* grads = replicas->grads().data();
-    strategy->reduceGradients(grads, store.size());
     WorkerPool& pool = replicas->pool();
+    const StepInfo info{lr, state.step + 1};
+    auto range = [&](int t) { return WorkerPool::split(store.size(), pool.size(), t, 16); };
+    auto updateAndClear = [&](int64_t b, int64_t e, float clip) {
+      if (clip != 1.0f) scale(grads, b, e, clip);
+      optimizer->update(params, grads, b, e, info);
+      std::fill(grads + b, grads + e, 0.0f);
+    };
+    if (strategy->worldSize() == 1 && job.train.grad_clip_norm <= 0) {
+      // The common case in one pass over memory: sum the replicas, update, clear.
+      pool.run([&](int t) {
+        auto [b, e] = range(t);
+        replicas->sumGradients(b, e);
+        updateAndClear(b, e, 1.0f);
+      });
+      return f;
+    }
+    std::vector<double> partial(static_cast<size_t>(pool.size()), 0.0);
+    pool.run([&](int t) {
+      auto [b, e] = range(t);
+      replicas->sumGradients(b, e);
+    });
+    strategy->reduceGradients(grads, store.size());
     float clip = 1.0f;
     if (job.train.grad_clip_norm > 0) {
-      std::vector<double> partial(static_cast<size_t>(pool.size()));
       pool.run([&](int t) {
-        auto [b, e] = WorkerPool::split(store.size(), pool.size(), t, 16);
+        auto [b, e] = range(t);
         partial[static_cast<size_t>(t)] = sumOfSquares(grads, b, e);
       });
       double total = 0;
       for (double p : partial) total += p;
       clip = clipScale(total, job.train.grad_clip_norm);
     }
-    StepInfo info{lr, state.step + 1};
     pool.run([&](int t) {
-      auto [b, e] = WorkerPool::split(store.size(), pool.size(), t, 16);
-      if (clip != 1.0f) scale(grads, b, e, clip);
-      optimizer->update(store.params().data(), grads, b, e, info);
+      auto [b, e] = range(t);
+      updateAndClear(b, e, clip);
     });
     return f;
   }
