@@ -33,12 +33,13 @@ void ProgressDisplay::beginEpoch(int64_t epoch, int64_t epochs, int64_t steps_in
   epoch_start_ = last_draw_ = std::chrono::steady_clock::now();
 }
 
-void ProgressDisplay::update(int64_t step_in_epoch, double loss, double accuracy, double images_per_s) {
+void ProgressDisplay::update(int64_t step_in_epoch, double loss, double accuracy, int64_t samples) {
   step_ = step_in_epoch;
   loss_ = loss;
   accuracy_ = accuracy;
-  images_per_s_ = images_per_s;
   auto now = std::chrono::steady_clock::now();
+  double elapsed = std::chrono::duration<double>(now - epoch_start_).count();
+  images_per_s_ = elapsed > 0 ? static_cast<double>(samples) / elapsed : 0;
   double since = std::chrono::duration<double>(now - last_draw_).count();
   // A terminal is redrawn ~10 times a second; a log gets a line every few seconds.
   if (since >= (terminal_ ? 0.1 : plain_every_) || step_ == steps_) {

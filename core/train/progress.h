@@ -16,8 +16,9 @@ class ProgressDisplay {
   ProgressDisplay(std::FILE* out, bool terminal, double plain_every_seconds);
 
   void beginEpoch(int64_t epoch, int64_t epochs, int64_t steps_in_epoch, int64_t first_step_in_epoch);
-  // After each step: running averages over the epoch so far.
-  void update(int64_t step_in_epoch, double loss, double accuracy, double images_per_s);
+  // After each step: running averages over the epoch so far, and the samples
+  // trained on since beginEpoch (the images/s shown is their average rate).
+  void update(int64_t step_in_epoch, double loss, double accuracy, int64_t samples);
   // Ends the bar line (terminal) before other output.
   void endEpoch();
   // A line that must not be drawn over by the bar (evaluation, checkpoint notes).

@@ -235,7 +235,7 @@ struct Trainer::Impl {
         r.samples = static_cast<int64_t>(figs[2]);
         metrics->write(r);
         if (state.step == opt.fault_kill_at_step) std::raise(SIGKILL);
-        if (!opt.quiet) progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, r.images_per_s);
+        if (!opt.quiet) progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, static_cast<int64_t>(seen));
 
         bool epoch_done = state.position >= static_cast<int64_t>(sampler->size());
         if (epoch_done) {
