@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "core/errors.h"
-#include "datasets/data_rng.h"
+#include "core/util/rng.h"
 
 namespace dtrain {
 
@@ -26,7 +26,7 @@ std::vector<int64_t> Sampler::epochOrder(int64_t epoch) const {
   if (shuffle_ && dataset_size_ > 1) {
     // Fisher-Yates with our own generator: the permutation must be identical
     // on every rank and every standard library (std::shuffle is not).
-    DataRng rng(DataRng::mix(seed_, static_cast<uint64_t>(epoch)));
+    Rng rng(Rng::mix(seed_, static_cast<uint64_t>(epoch)));
     for (int64_t i = dataset_size_ - 1; i > 0; --i) {
       int64_t j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i) + 1));
       std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "datasets/data_rng.h"
+#include "core/util/rng.h"
 
 namespace dtrain {
 
@@ -46,7 +46,7 @@ float bump(float t) { return t < 1.0f ? (1.0f - t) * (1.0f - t) : 0.0f; }
 // classes x C x H x W prototype values in [0,1].
 std::vector<float> makePrototypes(int64_t classes, int64_t C, int64_t H, int64_t W, uint64_t seed) {
   std::vector<float> protos(static_cast<size_t>(classes * C * H * W), 0.0f);
-  DataRng rng(seed);
+  Rng rng(seed);
   const float extent = static_cast<float>(std::max(H, W));
   for (int64_t k = 0; k < classes; ++k) {
     for (int64_t c = 0; c < C; ++c) {
@@ -84,23 +84,23 @@ SyntheticDataset::SyntheticDataset(const DataSection& data, Split split, uint64_
   const int64_t C = data.shape[0], H = data.shape[1], W = data.shape[2];
   const int64_t numel = C * H * W;
 
-  const std::vector<float> protos = makePrototypes(classes_, C, H, W, DataRng::mix(seed, kProtoTag));
+  const std::vector<float> protos = makePrototypes(classes_, C, H, W, Rng::mix(seed, kProtoTag));
   // Variation that a model has to see through, so the task is learnable but
   // not solved by template matching (nearest class mean gets about 90%
   // at 28x28 and 10 classes, leaving room for a real model): a shift of up to
   // a sixth of the image, contrast, a faint copy of another class's prototype
   // and per-pixel noise.
   const int64_t max_shift = std::min(H, W) / 6;
-  const uint64_t split_seed = DataRng::mix(seed, train ? kTrainTag : kTestTag);
+  const uint64_t split_seed = Rng::mix(seed, train ? kTrainTag : kTestTag);
 
   std::vector<uint8_t> pixels(static_cast<size_t>(count * numel));
   std::vector<int32_t> labels(static_cast<size_t>(count));
-  auto shift = [&](DataRng& rng) {
+  auto shift = [&](Rng& rng) {
     return static_cast<int64_t>(rng.below(static_cast<uint64_t>(2 * max_shift + 1))) - max_shift;
   };
   for (int64_t i = 0; i < count; ++i) {
     // One stream per sample: sample i does not depend on how many came before.
-    DataRng rng(DataRng::mix(split_seed, static_cast<uint64_t>(i)));
+    Rng rng(Rng::mix(split_seed, static_cast<uint64_t>(i)));
     const int64_t k = static_cast<int64_t>(rng.below(static_cast<uint64_t>(classes_)));
     const int64_t other = static_cast<int64_t>(rng.below(static_cast<uint64_t>(classes_)));
     const int64_t sy = shift(rng), sx = shift(rng);

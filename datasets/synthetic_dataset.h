@@ -5,7 +5,7 @@
 // Prototypes derive from the seed alone, the samples from the seed and the
 // split, so the train and test splits differ but share their classes and a
 // model trained on one generalises to the other. The same seed gives the same
-// bytes on every machine (the generator is fully specified, see data_rng.h).
+// bytes on every machine (the generator is fully specified, see core/util/rng.h).
 // Ownership: owns its bytes. Thread-safety: immutable after construction;
 // get() is safe from any thread. The constructor blocks while generating.
 #pragma once

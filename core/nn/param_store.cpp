@@ -55,7 +55,7 @@ void ParamStore::initialize(uint64_t seed) {
       }
       case InitKind::GlorotUniform: {
         double limit = std::sqrt(6.0 / std::max<int64_t>(1, e.spec.fan_in + e.spec.fan_out));
-        for (int64_t j = 0; j < n; ++j) p[j] = static_cast<float>((2.0 * rng.uniform() - 1.0) * limit);
+        for (int64_t j = 0; j < n; ++j) p[j] = static_cast<float>((2.0 * rng.uniformDouble() - 1.0) * limit);
         break;
       }
     }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "datasets/data_rng.h"
+#include "core/util/rng.h"
 
 using namespace dtrain;
 
@@ -21,13 +21,13 @@ bool isPermutation(std::vector<int64_t> v, int64_t n) {
 }
 }  // namespace
 
-TEST_CASE("DataRng: splitmix64 reference values, so orders are the same everywhere") {
+TEST_CASE("Rng: splitmix64 reference values, so orders are the same everywhere") {
   // Published splitmix64 outputs for seed 0.
-  DataRng rng(0);
+  Rng rng(0);
   CHECK(rng.next() == 0xe220a8397b1dcdafULL);
   CHECK(rng.next() == 0x6e789e6aa1b965f4ULL);
   CHECK(rng.next() == 0x06c45d188009454fULL);
-  DataRng r(5);
+  Rng r(5);
   for (int i = 0; i < 1000; ++i) {
     CHECK(r.below(7) < 7);
     float u = r.uniform();
