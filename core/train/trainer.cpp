@@ -62,6 +62,7 @@ struct Trainer::Impl {
   TrainState state;
   int64_t steps_per_epoch = 0, total_steps = 0, epochs = 0;
   int64_t last_checkpoint_step = -1, last_eval_step = -1;
+  int64_t trained_epoch = 0;  // the epoch the latest step belonged to (for eval lines)
   std::string last_checkpoint;
   EvalResult last_eval;
 
@@ -119,7 +120,7 @@ struct Trainer::Impl {
     if (last_eval.accuracy > state.best_test_accuracy) state.best_test_accuracy = last_eval.accuracy;
     MetricsRecord r;
     r.step = state.step;
-    r.epoch = state.epoch;
+    r.epoch = trained_epoch;
     r.split = "test";
     r.loss = last_eval.loss;
     r.accuracy = last_eval.accuracy;
@@ -216,6 +217,7 @@ struct Trainer::Impl {
         strategy->reduceFigures(figs, 3);
         ++state.step;
         ++step_in_epoch;
+        trained_epoch = state.epoch;
 
         state.position = loader->position();
         auto now = std::chrono::steady_clock::now();

@@ -67,6 +67,8 @@ TEST_CASE("metrics.jsonl has one line per step and per evaluation with the docum
     } else {
       ++test;
       CHECK(l.find("samples")->asInt64() == 200);
+      // An evaluation belongs to the epoch of the step it follows.
+      CHECK(l.find("epoch")->asInt64() == (l.find("step")->asInt64() - 1) / 10);
     }
   }
   CHECK(train == 20);
