@@ -36,6 +36,20 @@ struct Window2d {
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// c[m,n] = act(op(a)[m,k] * b[k,n] + row_bias[m]) (b not transposed), for a
+// small op(a) that fits L1 and a short k (up to a few hundred): no packing,
+// which is faster than gemm there. row_bias may be null; act is relu when
+// `relu`, else the identity. Writes c.
+void gemmUnpacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* c, int64_t ldc, const float* row_bias = nullptr, bool relu = false);
+
+// dw[m,n] += g[m,p] * col[n,p]^T and, when dbias is given, dbias[m] += the row
+// sums of g, where g = dy, or dy masked by relu_out > 0 when relu_out is given
+// (a fused relu's backward). For a tiny dw and a long p (a first layer's
+// weight gradient from its im2col matrix), where gemm's packing dominates.
+void weightGradRows(const float* dy, const float* relu_out, int64_t m, int64_t p, const float* col, int64_t n,
+                    float* dw, float* dbias);
+
 // ------------------------------------------------------ bias + activation --
 
 // y[r,c] = act(y[r,c] + bias[c]) for a [rows, cols] matrix (dense layers).
@@ -89,7 +103,8 @@ void winogradFilterTransform(const float* w, int64_t filters, int64_t channels, 
 void winogradFilterGradTransform(const float* du, int64_t filters, int64_t channels, float* dw);
 // v (rows = C) = B^T d B for every 4x4 input tile d of samples x[0..n) [n,C,H,W].
 // Writes the columns [0, n*T) of v.
-void winogradInputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv, int64_t plane);
+void winogradInputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv,
+                            int64_t plane);
 // y[n,F,Ho,Wo] = act(A^T m A + bias) for m (rows = F). bias may be null. Writes y.
 void winogradOutputTransform(const float* m, int64_t ldm, int64_t plane, int64_t n, int64_t filters,
                              const Window2d& g, const float* bias, bool relu, float* y);
@@ -109,7 +124,8 @@ void winogradGradInputTransform(const float* dv, int64_t ldv, int64_t plane, int
 
 // Max pooling of n samples [n,C,H,W] -> y [n,C,Ho,Wo]; padded positions never
 // win. argmax [n,C,Ho,Wo] receives the index (within the input plane, h*W+w) of
-// each window's maximum, first one on ties. Writes y and argmax.
+// each window's maximum, first one on ties; it may be null (inference).
+// Writes y and argmax.
 void maxPoolForward(const float* x, int64_t n, const Window2d& g, float* y, int32_t* argmax);
 // dx [n,C,H,W] = dy routed to the argmax positions (summed where windows
 // overlap). Writes dx.

@@ -19,7 +19,8 @@ std::vector<std::string> LayerRegistry::types() const {
 }
 
 std::unique_ptr<Layer> LayerRegistry::create(const std::string& type, const std::string& name,
-                                             const LayerOptions& options, const LayerDefaults& defaults) const {
+                                             const LayerOptions& options,
+                                             const LayerDefaults& defaults) const {
   auto it = factories_.find(type);
   if (it == factories_.end()) {
     const std::vector<std::string> known = types();

@@ -43,11 +43,19 @@ TEST_CASE("parameter gradients accumulate, input gradients are overwritten") {
     Shape in;
   };
   const Case cases[] = {
-      {[] { return std::unique_ptr<Layer>(new Conv2d("c", conv3x3(4, 1, ConvAlgo::Winograd))); }, Shape{3, 7, 6}},
-      {[] { return std::unique_ptr<Layer>(new Conv2d("c", conv3x3(4, 1, ConvAlgo::Im2col))); }, Shape{3, 7, 6}},
-      {[] { return std::unique_ptr<Layer>(new Dense("d", DenseConfig{5, true, InitKind::HeNormal})); }, Shape{8}},
+      {[] { return std::unique_ptr<Layer>(new Conv2d("c", conv3x3(4, 1, ConvAlgo::Winograd))); },
+       Shape{3, 7, 6}},
+      {[] { return std::unique_ptr<Layer>(new Conv2d("c", conv3x3(4, 1, ConvAlgo::Im2col))); },
+       Shape{3, 7, 6}},
+      {[] {
+         return std::unique_ptr<Layer>(new Dense("d", DenseConfig{5, true, InitKind::HeNormal}));
+       },
+       Shape{8}},
       {[] { return std::unique_ptr<Layer>(new MaxPool("m", PoolConfig{})); }, Shape{2, 6, 6}},
-      {[] { return std::unique_ptr<Layer>(new AvgPool("a", PoolConfig{3, 3, 2, 2, 1, 1})); }, Shape{2, 6, 6}},
+      {[] {
+         return std::unique_ptr<Layer>(new AvgPool("a", PoolConfig{3, 3, 2, 2, 1, 1}));
+       },
+       Shape{2, 6, 6}},
       {[] { return std::unique_ptr<Layer>(new Relu("r")); }, Shape{2, 6, 6}},
       {[] { return std::unique_ptr<Layer>(new Flatten("f")); }, Shape{2, 6, 6}},
       {[] { return std::unique_ptr<Layer>(new Dropout("d", 0.5)); }, Shape{20}},
@@ -149,13 +157,17 @@ TEST_CASE("shape errors name the layer and the expectation") {
   c.filters = 4;
   c.kernel_h = c.kernel_w = 5;
   Conv2d conv("conv1", c);
-  CHECK(shapeError(conv, {Shape{1, 3, 3}}) == "layer 'conv1' (conv2d): kernel 5x5 with padding 0 does not fit input [1,3,3]");
-  CHECK(shapeError(conv, {Shape{784}}) == "layer 'conv1' (conv2d) expects an input [channels,height,width], got [784]");
+  CHECK(shapeError(conv, {Shape{1, 3, 3}}) ==
+        "layer 'conv1' (conv2d): kernel 5x5 with padding 0 does not fit input [1,3,3]");
+  CHECK(shapeError(conv, {Shape{784}}) ==
+        "layer 'conv1' (conv2d) expects an input [channels,height,width], got [784]");
   CHECK(shapeError(conv, {Shape{1, 8, 8}, Shape{1, 8, 8}}) == "layer 'conv1' (conv2d) takes 1 input, got 2");
   MaxPool mp("pool2", PoolConfig{3, 3, 3, 3, 0, 0});
-  CHECK(shapeError(mp, {Shape{8, 2, 9}}) == "layer 'pool2' (max_pool): kernel 3x3 with padding 0 does not fit input [8,2,9]");
+  CHECK(shapeError(mp, {Shape{8, 2, 9}}) ==
+        "layer 'pool2' (max_pool): kernel 3x3 with padding 0 does not fit input [8,2,9]");
   AvgPool ap("ap", PoolConfig{});
-  CHECK(shapeError(ap, {Shape{10}}) == "layer 'ap' (avg_pool) expects an input [channels,height,width], got [10]");
+  CHECK(shapeError(ap, {Shape{10}}) ==
+        "layer 'ap' (avg_pool) expects an input [channels,height,width], got [10]");
   c.kernel_h = 3;
   c.kernel_w = 3;
   c.stride_h = 2;

@@ -1,11 +1,12 @@
 // Dropout: the mask does not depend on how the batch is split, kept elements
 // are scaled by 1/(1-rate) and kept at the expected rate, inference is the
 // identity, and backward applies the forward's mask.
+#include "core/nn/layers/dropout.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
-#include "core/nn/layers/dropout.h"
 #include "nn_test_util.h"
 
 using namespace dtrain;

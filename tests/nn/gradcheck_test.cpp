@@ -76,6 +76,8 @@ TEST_CASE("gradcheck: conv2d im2col") {
       {Shape{5, 5, 3}, conv(2, 1, 1, 1, 1, 0, 0, ConvAlgo::Im2col)},         // pointwise path
       {Shape{2, 6, 5}, conv(3, 1, 3, 1, 2, 0, 1, ConvAlgo::Im2col, false)},  // 1x3, no bias
       {Shape{1, 5, 5}, conv(2, 5, 5, 1, 1, 0, 0, ConvAlgo::Im2col)},         // kernel = input
+      {Shape{15, 7, 6}, conv(3, 3, 3, 2, 2, 1, 1, ConvAlgo::Im2col)},        // k = 135: packed gemm path
+      {Shape{65, 3, 3}, conv(2, 1, 1, 1, 1, 0, 0, ConvAlgo::Im2col)},        // pointwise, packed gemm path
   };
   Rng rng(12);
   for (const Case& k : cases) {
@@ -92,8 +94,11 @@ TEST_CASE("gradcheck: conv2d winograd") {
   };
   // Odd and even output extents (clipped edge tiles), every padding, a tile row
   // wider than one vector (Wo = 19: 10 tiles), and several samples per chunk.
-  const Case cases[] = {{Shape{3, 7, 5}, 1}, {Shape{2, 6, 8}, 0}, {Shape{3, 5, 4}, 2},
-                        {Shape{2, 5, 19}, 1}, {Shape{1, 3, 3}, 0}};
+  const Case cases[] = {{Shape{3, 7, 5}, 1},
+                        {Shape{2, 6, 8}, 0},
+                        {Shape{3, 5, 4}, 2},
+                        {Shape{2, 5, 19}, 1},
+                        {Shape{1, 3, 3}, 0}};
   Rng rng(13);
   for (const Case& k : cases) {
     CAPTURE(k.in.str());
@@ -109,6 +114,14 @@ TEST_CASE("gradcheck: conv2d winograd across several chunks") {
   Rng rng(14);
   auto layer = std::make_unique<Conv2d>("c", conv(3, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd));
   Harness h(std::move(layer), Shape{2, 19, 17}, 3, rng);
+  expectGradOk(h, rng);
+}
+
+TEST_CASE("gradcheck: conv2d winograd with packed products") {
+  // More filters than ops::gemmUnpacked takes: the products go through gemm.
+  Rng rng(18);
+  auto layer = std::make_unique<Conv2d>("c", conv(129, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd));
+  Harness h(std::move(layer), Shape{2, 5, 5}, 3, rng);
   expectGradOk(h, rng);
 }
 

@@ -78,8 +78,8 @@ void checkTensor(Harness& h, const std::string& name, Tensor& value, const Tenso
     ++result.checked;
     if (score > result.worst) {
       result.worst = score;
-      result.where = name + "[" + std::to_string(i) + "]: numeric " + std::to_string(numeric) + ", analytic " +
-                     std::to_string(a);
+      result.where = name + "[" + std::to_string(i) + "]: numeric " + std::to_string(numeric) +
+                     ", analytic " + std::to_string(a);
     }
   }
 }
@@ -105,14 +105,16 @@ GradCheckResult gradCheck(Harness& h, Rng& rng, const LayerContext& ctx, float e
   checkTensor(h, "input", h.x, dx, rng, ctx, eps, atol, rtol, max_per_tensor, result);
   const std::vector<ParamSpec> specs = h.layer->paramSpecs();
   for (size_t k = 0; k < h.params.size(); ++k)
-    checkTensor(h, specs[k].name, h.params[k], analytic[k], rng, ctx, eps, atol, rtol, max_per_tensor, result);
+    checkTensor(h, specs[k].name, h.params[k], analytic[k], rng, ctx, eps, atol, rtol, max_per_tensor,
+                result);
   return result;
 }
 
 double maxRelDiff(const Tensor& a, const Tensor& b) {
   double worst = 0.0;
   for (int64_t i = 0; i < a.numel(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(a.data()[i]) - b.data()[i]) / (1.0 + std::fabs(b.data()[i])));
+    worst = std::max(
+        worst, std::fabs(static_cast<double>(a.data()[i]) - b.data()[i]) / (1.0 + std::fabs(b.data()[i])));
   return worst;
 }
 

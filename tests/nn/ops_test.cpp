@@ -1,12 +1,14 @@
 // Direct tests of ops not fully covered through the layers: softmax
 // cross-entropy (value, gradient, accuracy count, stability, label errors)
 // and the im2col/col2im adjoint pair.
+#include "core/backend/ops.h"
+
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "core/backend/ops.h"
 #include "core/errors.h"
 #include "nn_test_util.h"
 
@@ -15,13 +17,14 @@ using namespace dtrain::test;
 
 TEST_CASE("softmaxCrossEntropy: loss, gradient and correct count") {
   const int64_t n = 3, classes = 4;
-  const std::vector<float> logits = {1.0f, 2.0f, 3.0f, 4.0f,   // argmax 3
-                                     0.5f, 0.5f, -1.0f, 0.0f,  // tie 0/1: first wins
-                                     -2.0f, 7.0f, 1.0f, 0.0f};
+  const std::vector<float> logits = {1.0f,  2.0f, 3.0f,  4.0f,  // argmax 3
+                                     0.5f,  0.5f, -1.0f, 0.0f,  // tie 0/1: first wins
+                                     -2.0f, 7.0f, 1.0f,  0.0f};
   const std::vector<int32_t> labels = {3, 1, 1};
   std::vector<float> d(n * classes);
   int64_t correct = 5;  // incremented, not overwritten
-  const double loss = ops::softmaxCrossEntropy(logits.data(), labels.data(), n, classes, 0.5f, d.data(), &correct);
+  const double loss =
+      ops::softmaxCrossEntropy(logits.data(), labels.data(), n, classes, 0.5f, d.data(), &correct);
   double expected = 0.0;
   for (int64_t r = 0; r < n; ++r) {
     double sum = 0.0;
@@ -51,7 +54,8 @@ TEST_CASE("softmaxCrossEntropy: gradient matches finite differences") {
     z[i] = saved + eps;
     const double plus = ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr);
     z[i] = saved - eps;
-    const double minus = ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr);
+    const double minus =
+        ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr);
     z[i] = saved;
     CHECK(d[i] == doctest::Approx((plus - minus) / (2.0 * eps)).epsilon(2e-3).scale(1.0));
   }
@@ -88,7 +92,8 @@ TEST_CASE("softmaxCrossEntropy: out-of-range labels throw, naming label and clas
 TEST_CASE("col2im is the adjoint of im2col") {
   // <im2col(x), c> == <x, col2im(c)> for any x and c.
   Rng rng(32);
-  const ops::Window2d geoms[] = {{3, 7, 6, 3, 2, 2, 1, 1, 0}, {2, 5, 5, 3, 3, 1, 1, 2, 2}, {1, 4, 9, 2, 4, 3, 2, 1, 1}};
+  const ops::Window2d geoms[] = {
+      {3, 7, 6, 3, 2, 2, 1, 1, 0}, {2, 5, 5, 3, 3, 1, 1, 2, 2}, {1, 4, 9, 2, 4, 3, 2, 1, 1}};
   for (const ops::Window2d& g : geoms) {
     const int64_t rows = g.channels * g.kernel_h * g.kernel_w, cols = g.outPlane();
     Tensor x = Tensor::empty(Shape{g.channels, g.height, g.width}), c = Tensor::empty(Shape{rows, cols});
@@ -100,4 +105,86 @@ TEST_CASE("col2im is the adjoint of im2col") {
     ops::col2im(c.data(), g, dx.data());
     CHECK(dotLoss(colx, c) == doctest::Approx(dotLoss(x, dx)).epsilon(1e-5));
   }
+}
+
+TEST_CASE("gemmUnpacked matches gemm") {
+  Rng rng(33);
+  struct Shape3 {
+    int64_t m, n, k;
+  };
+  // Row counts around the 6-row block, column counts around the 16-column slice.
+  const Shape3 shapes[] = {{64, 245, 32}, {32, 200, 64}, {7, 17, 9}, {1, 5, 3}, {13, 16, 1}, {6, 33, 20}};
+  for (const Shape3& s : shapes)
+    for (bool trans : {false, true}) {
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(trans);
+      const int64_t lda = (trans ? s.m : s.k) + 3, ldb = s.n + 5, ldc = (s.n + 15) / 16 * 16 + 2;
+      Tensor a = Tensor::empty(Shape{trans ? s.k : s.m, lda}), b = Tensor::empty(Shape{s.k, ldb});
+      rng.fill(a);
+      rng.fill(b);
+      Tensor c = Tensor::empty(Shape{s.m, ldc}), ref = Tensor::empty(Shape{s.m, ldc});
+      c.fill(7.0f);
+      ops::gemm(trans, false, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, ref.data(), ldc);
+      ops::gemmUnpacked(trans, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc);
+      double worst = 0.0;
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j)
+          worst = std::max(worst, std::fabs(double(c.data()[i * ldc + j]) - ref.data()[i * ldc + j]));
+      CHECK(worst < 1e-4);
+      // With the epilogue: a per-row bias, then relu.
+      Tensor bias = Tensor::empty(Shape{s.m});
+      rng.fill(bias);
+      ops::gemmUnpacked(trans, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc, bias.data(), true);
+      worst = 0.0;
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) {
+          const double expected = std::max(0.0, double(ref.data()[i * ldc + j]) + bias.data()[i]);
+          worst = std::max(worst, std::fabs(double(c.data()[i * ldc + j]) - expected));
+        }
+      CHECK(worst < 1e-4);
+      // Nothing past column n is touched.
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = s.n; j < ldc; ++j) CHECK(c.data()[i * ldc + j] == 7.0f);
+    }
+}
+
+TEST_CASE("weightGradRows matches a direct sum, with and without the relu mask and bias") {
+  Rng rng(34);
+  for (int64_t m : {1, 2, 5, 32})
+    for (int64_t n : {1, 4, 9, 11})
+      for (int64_t p : {3, 8, 29, 784})
+        for (bool relu : {false, true}) {
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(p);
+          CAPTURE(relu);
+          Tensor dy = Tensor::empty(Shape{m, p}), y = Tensor::empty(Shape{m, p}),
+                 col = Tensor::empty(Shape{n, p});
+          rng.fill(dy);
+          rng.fill(y);
+          rng.fill(col);
+          Tensor dw = Tensor::empty(Shape{m, n}), db = Tensor::empty(Shape{m});
+          dw.fill(0.5f);  // accumulated into
+          db.fill(-1.0f);
+          ops::weightGradRows(dy.data(), relu ? y.data() : nullptr, m, p, col.data(), n, dw.data(),
+                              db.data());
+          double worst = 0.0;
+          for (int64_t i = 0; i < m; ++i) {
+            double bsum = -1.0;
+            for (int64_t j = 0; j < n; ++j) {
+              double s = 0.5;
+              for (int64_t t = 0; t < p; ++t) {
+                const double g = relu && !(y.data()[i * p + t] > 0.0f) ? 0.0 : dy.data()[i * p + t];
+                s += g * col.data()[j * p + t];
+                if (j == 0) bsum += g;
+              }
+              worst = std::max(worst, std::fabs(s - dw.data()[i * n + j]) / (1.0 + std::fabs(s)));
+            }
+            worst = std::max(worst, std::fabs(bsum - db.data()[i]) / (1.0 + std::fabs(bsum)));
+          }
+          // Float sums of up to 784 products against a double reference.
+          CHECK(worst < 1e-4);
+        }
 }

@@ -73,7 +73,8 @@ TEST_CASE("conv2d forward matches direct convolution") {
     Conv2dConfig c;
     c.filters = 1 + static_cast<int64_t>(rng.uniform(0, 9));
     const int64_t ch = 1 + static_cast<int64_t>(rng.uniform(0, 6));
-    const int64_t h = 3 + static_cast<int64_t>(rng.uniform(0, 18)), w = 3 + static_cast<int64_t>(rng.uniform(0, 18));
+    const int64_t h = 3 + static_cast<int64_t>(rng.uniform(0, 18)),
+                  w = 3 + static_cast<int64_t>(rng.uniform(0, 18));
     const bool winograd = trial % 2 == 0;
     if (winograd) {
       c.kernel_h = c.kernel_w = 3;
@@ -127,7 +128,8 @@ TEST_CASE("pooling forward matches direct pooling") {
   Rng rng(22);
   for (int trial = 0; trial < 30; ++trial) {
     PoolConfig c;
-    const int64_t h = 2 + static_cast<int64_t>(rng.uniform(0, 12)), w = 2 + static_cast<int64_t>(rng.uniform(0, 12));
+    const int64_t h = 2 + static_cast<int64_t>(rng.uniform(0, 12)),
+                  w = 2 + static_cast<int64_t>(rng.uniform(0, 12));
     c.kernel_h = 1 + static_cast<int64_t>(rng.uniform(0, std::min<int64_t>(h, 4)));
     c.kernel_w = 1 + static_cast<int64_t>(rng.uniform(0, std::min<int64_t>(w, 4)));
     c.stride_h = 1 + static_cast<int64_t>(rng.uniform(0, 2.99f));
@@ -178,7 +180,10 @@ TEST_CASE("fused relu equals the layer followed by a relu layer") {
       {convOf(ConvAlgo::Winograd, 1), Shape{4, 9, 7}, false},
       {convOf(ConvAlgo::Im2col, 1), Shape{3, 8, 7}, true},
       {convOf(ConvAlgo::Im2col, 2), Shape{3, 8, 7}, false},
-      {[] { return std::unique_ptr<Layer>(std::make_unique<Dense>("d", DenseConfig{6, true, InitKind::HeNormal})); },
+      {[] {
+         return std::unique_ptr<Layer>(
+             std::make_unique<Dense>("d", DenseConfig{6, true, InitKind::HeNormal}));
+       },
        Shape{9}, true},
   };
   for (const Case& k : cases) {
@@ -213,4 +218,56 @@ TEST_CASE("fused relu equals the layer followed by a relu layer") {
   CHECK_FALSE(r.fuseActivation("relu"));
   Dense d("d", DenseConfig{3, true, InitKind::HeNormal});
   CHECK_FALSE(d.fuseActivation("sigmoid"));
+}
+
+TEST_CASE("max_pool backward routes each gradient to its window's first maximum") {
+  // Wide and tall odd planes exercise the vectorised 2x2 path's several
+  // chunks per row and its uncovered last row and column.
+  Rng rng(25);
+  const std::pair<Shape, PoolConfig> cases[] = {{Shape{3, 37, 35}, PoolConfig{}},
+                                                {Shape{2, 16, 34}, PoolConfig{}},
+                                                {Shape{2, 9, 11}, PoolConfig{3, 3, 2, 2, 1, 1}}};
+  for (const auto& [in, c] : cases) {
+    CAPTURE(in.str());
+    Harness h(std::make_unique<MaxPool>("m", c), in, 2, rng);
+    rng.fill(h.x);
+    // Ties on purpose: the first maximum in scan order must win.
+    for (int64_t i = 0; i < h.x.numel(); i += 7) h.x.data()[i] = 0.5f;
+    h.forward();
+    h.dx.fill(1e9f);
+    h.backward();
+    Tensor ref = Tensor::zeros(h.x.shape());
+    const int64_t ho = h.out_shape[1], wo = h.out_shape[2], hh = in[1], ww = in[2];
+    for (int64_t p = 0; p < 2 * in[0]; ++p)
+      for (int64_t oy = 0; oy < ho; ++oy)
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          int64_t best = -1;
+          for (int64_t i = 0; i < c.kernel_h; ++i)
+            for (int64_t j = 0; j < c.kernel_w; ++j) {
+              const int64_t iy = oy * c.stride_h - c.pad_h + i, ix = ox * c.stride_w - c.pad_w + j;
+              if (iy < 0 || iy >= hh || ix < 0 || ix >= ww) continue;
+              const int64_t at = (p * hh + iy) * ww + ix;
+              if (best < 0 || h.x.data()[at] > h.x.data()[best]) best = at;
+            }
+          const int64_t o = (p * ho + oy) * wo + ox;
+          CHECK(h.y.data()[o] == h.x.data()[best]);
+          ref.data()[best] += h.dy.data()[o];
+        }
+    CHECK(maxRelDiff(h.dx, ref) < 1e-6);
+  }
+}
+
+TEST_CASE("max_pool at inference gives the same output without recording indices") {
+  Rng rng(26);
+  for (const PoolConfig& c : {PoolConfig{}, PoolConfig{3, 3, 2, 2, 1, 1}}) {
+    Harness h(std::make_unique<MaxPool>("m", c), Shape{3, 11, 9}, 2, rng);
+    h.forward();
+    Tensor train = Tensor::empty(h.y.shape());
+    train.copyFrom(h.y);
+    LayerContext eval;
+    eval.training = false;
+    h.y.fill(0.0f);
+    h.forward(eval);
+    CHECK(maxRelDiff(h.y, train) == 0.0);
+  }
 }

@@ -32,7 +32,8 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 }  // namespace
 
 TEST_CASE("registry lists the built-in types") {
-  const std::vector<std::string> expected = {"avg_pool", "conv2d", "dense", "dropout", "flatten", "max_pool", "relu"};
+  const std::vector<std::string> expected = {"avg_pool", "conv2d",   "dense", "dropout",
+                                             "flatten",  "max_pool", "relu"};
   CHECK(builtinLayers().types() == expected);
   for (const std::string& t : expected) CHECK(builtinLayers().has(t));
 }
@@ -48,11 +49,14 @@ TEST_CASE("registry: unknown type lists the known ones") {
 TEST_CASE("registry creates layers from options") {
   LayerDefaults defaults;
   defaults.weight_init = InitKind::GlorotUniform;
-  auto conv = builtinLayers().create(
-      "conv2d", "conv1",
-      opts("conv1", "conv2d", {{"filters", int64_t{16}}, {"kernel", std::vector<int64_t>{3, 5}}, {"padding", int64_t{1}},
-                              {"stride", int64_t{2}}, {"bias", false}}),
-      defaults);
+  auto conv = builtinLayers().create("conv2d", "conv1",
+                                     opts("conv1", "conv2d",
+                                          {{"filters", int64_t{16}},
+                                           {"kernel", std::vector<int64_t>{3, 5}},
+                                           {"padding", int64_t{1}},
+                                           {"stride", int64_t{2}},
+                                           {"bias", false}}),
+                                     defaults);
   CHECK(conv->type() == "conv2d");
   CHECK(conv->name() == "conv1");
   CHECK(conv->setup({Shape{3, 9, 9}}) == Shape{16, 5, 4});
@@ -60,19 +64,21 @@ TEST_CASE("registry creates layers from options") {
   CHECK(conv->paramSpecs()[0].init == InitKind::GlorotUniform);
   CHECK(conv->describe() == "3x5 s2 p1, 16 filters, no bias");
 
-  auto dense = builtinLayers().create("dense", "fc", opts("fc", "dense", {{"units", int64_t{10}}, {"init", std::string("he")}}),
-                                      defaults);
+  auto dense = builtinLayers().create(
+      "dense", "fc", opts("fc", "dense", {{"units", int64_t{10}}, {"init", std::string("he")}}), defaults);
   CHECK(dense->setup({Shape{20}}) == Shape{10});
   CHECK(dense->paramSpecs()[0].init == InitKind::HeNormal);
 
-  auto pool = builtinLayers().create("max_pool", "p", opts("p", "max_pool", {{"kernel", int64_t{3}}}), defaults);
+  auto pool =
+      builtinLayers().create("max_pool", "p", opts("p", "max_pool", {{"kernel", int64_t{3}}}), defaults);
   CHECK(pool->describe() == "3x3 s3 p0");  // stride defaults to the kernel
-  auto avg = builtinLayers().create("avg_pool", "a", opts("a", "avg_pool", {{"stride", int64_t{1}}, {"padding", int64_t{1}}}),
-                                    defaults);
+  auto avg = builtinLayers().create(
+      "avg_pool", "a", opts("a", "avg_pool", {{"stride", int64_t{1}}, {"padding", int64_t{1}}}), defaults);
   CHECK(avg->describe() == "2x2 s1 p1");
   auto drop = builtinLayers().create("dropout", "d", opts("d", "dropout", {{"rate", 0.2}}), defaults);
   CHECK(drop->describe() == "rate 0.2");
-  auto drop_int = builtinLayers().create("dropout", "d", opts("d", "dropout", {{"rate", int64_t{0}}}), defaults);
+  auto drop_int =
+      builtinLayers().create("dropout", "d", opts("d", "dropout", {{"rate", int64_t{0}}}), defaults);
   CHECK(drop_int->describe() == "rate 0");
   CHECK(builtinLayers().create("relu", "r", opts("r", "relu", {}), defaults)->type() == "relu");
   CHECK(builtinLayers().create("flatten", "f", opts("f", "flatten", {}), defaults)->type() == "flatten");
@@ -88,7 +94,8 @@ TEST_CASE("registry: option errors name the option and its position") {
   CHECK(contains(msg, "stride must be > 0 (got 0)"));
   msg = configError("conv2d", opts("c", "conv2d", {{"filters", int64_t{4}}, {"padding", int64_t{-1}}}));
   CHECK(contains(msg, "padding must be >= 0 (got -1)"));
-  msg = configError("conv2d", opts("c", "conv2d", {{"filters", int64_t{4}}, {"kernel", std::vector<int64_t>{3, 0}}}));
+  msg = configError("conv2d",
+                    opts("c", "conv2d", {{"filters", int64_t{4}}, {"kernel", std::vector<int64_t>{3, 0}}}));
   CHECK(contains(msg, "kernel must be > 0 (got 0)"));
   msg = configError("conv2d", opts("c", "conv2d", {{"filters", int64_t{4}}, {"filter", int64_t{4}}}));
   CHECK(contains(msg, "unknown option 'filter'"));

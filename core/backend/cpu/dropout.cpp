@@ -58,7 +58,8 @@ void applyRow(const float* __restrict in, float* __restrict out, int64_t cols, u
 void apply(const float* in, float* out, int64_t rows, int64_t cols, float rate, const DropoutKey& key) {
   const uint32_t threshold = dropThreshold(rate);
   const float scale = 1.0f / (1.0f - rate);
-  for (int64_t r = 0; r < rows; ++r) applyRow(in + r * cols, out + r * cols, cols, rowKey(key, r), threshold, scale);
+  for (int64_t r = 0; r < rows; ++r)
+    applyRow(in + r * cols, out + r * cols, cols, rowKey(key, r), threshold, scale);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ void maxPool2x2Plane(const float* __restrict x, int64_t w, int64_t ho, int64_t w
       best = t ? v : best;
       at = t ? base + static_cast<int32_t>(w + 2 * ox + 1) : at;
       y[oy * wo + ox] = best;
-      idx[oy * wo + ox] = at;
+      if (idx) idx[oy * wo + ox] = at;
     }
   }
 }
@@ -60,7 +60,7 @@ void maxPoolForward(const float* x, int64_t n, const Window2d& g, float* y, int3
   for (int64_t p = 0; p < planes; ++p) {
     const float* xp = x + p * g.inPlane();
     float* yp = y + p * ho * wo;
-    int32_t* ip = argmax + p * ho * wo;
+    int32_t* ip = argmax ? argmax + p * ho * wo : nullptr;
     if (fast) {
       maxPool2x2Plane(xp, g.width, ho, wo, yp, ip);
       continue;
@@ -82,7 +82,7 @@ void maxPoolForward(const float* x, int64_t n, const Window2d& g, float* y, int3
             }
           }
         yp[oy * wo + ox] = best;
-        ip[oy * wo + ox] = static_cast<int32_t>(at);
+        if (ip) ip[oy * wo + ox] = static_cast<int32_t>(at);
       }
     }
   }

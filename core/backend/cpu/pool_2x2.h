@@ -10,6 +10,7 @@ namespace dtrain::ops::detail {
 
 // False when this build has no vectorised version (then the caller falls back).
 bool maxPool2x2Forward(const float* x, int64_t planes, int64_t h, int64_t w, float* y, int32_t* argmax);
-bool maxPool2x2Backward(const float* dy, const int32_t* argmax, int64_t planes, int64_t h, int64_t w, float* dx);
+bool maxPool2x2Backward(const float* dy, const int32_t* argmax, int64_t planes, int64_t h, int64_t w,
+                        float* dx);
 
 }  // namespace dtrain::ops::detail

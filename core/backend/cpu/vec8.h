@@ -30,16 +30,30 @@ inline __m256i laneMask(int64_t n) {
 inline V8 loadN(const float* p, int64_t n) {
   return n >= 8 ? load(p) : V8{_mm256_maskload_ps(p, laneMask(n))};
 }
+// Partial stores go through a scalar copy: vmaskmovps stores are microcoded
+// and very slow on AMD Zen, while masked loads are cheap everywhere.
 inline void storeN(float* p, V8 a, int64_t n) {
-  if (n >= 8)
+  if (n >= 8) {
     store(p, a);
-  else
-    _mm256_maskstore_ps(p, laneMask(n), a.v);
+    return;
+  }
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, a.v);
+  for (int64_t i = 0; i < n; ++i) p[i] = tmp[i];
 }
+// A lane mask computed once for many loads and stores.
+struct Mask {
+  __m256i m;
+  int64_t n;
+};
+inline Mask firstLanes(int64_t n) { return {laneMask(n), n}; }
+inline void storeMasked(float* p, V8 a, Mask m) { storeN(p, a, m.n); }
+inline V8 loadMasked(const float* p, Mask m) { return {_mm256_maskload_ps(p, m.m)}; }
 inline V8 operator+(V8 a, V8 b) { return {_mm256_add_ps(a.v, b.v)}; }
 inline V8 operator-(V8 a, V8 b) { return {_mm256_sub_ps(a.v, b.v)}; }
 inline V8 operator-(V8 a) { return {_mm256_sub_ps(_mm256_setzero_ps(), a.v)}; }
-inline V8 max0(V8 a) { return {_mm256_max_ps(a.v, _mm256_setzero_ps())}; }
+// max(a, 0); NaN stays NaN (maxps returns its second operand when either is NaN).
+inline V8 max0(V8 a) { return {_mm256_max_ps(_mm256_setzero_ps(), a.v)}; }
 // b where mask > 0, else 0 (the relu backward mask).
 inline V8 wherePositive(V8 mask, V8 b) {
   return {_mm256_and_ps(_mm256_cmp_ps(mask.v, _mm256_setzero_ps(), _CMP_GT_OQ), b.v)};
@@ -89,18 +103,24 @@ inline void storeN(float* p, V8 a, int64_t n) {
   for (int64_t i = 0; i < 8 && i < n; ++i) p[i] = a.v[i];
 }
 inline void store(float* p, V8 a) { storeN(p, a, 8); }
-#define DTRAIN_V8_BINARY(op)                        \
-  inline V8 operator op(V8 a, V8 b) {               \
-    V8 r;                                           \
+struct Mask {
+  int64_t n;
+};
+inline Mask firstLanes(int64_t n) { return {n}; }
+inline void storeMasked(float* p, V8 a, Mask m) { storeN(p, a, m.n); }
+inline V8 loadMasked(const float* p, Mask m) { return loadN(p, m.n); }
+#define DTRAIN_V8_BINARY(op)                               \
+  inline V8 operator op(V8 a, V8 b) {                      \
+    V8 r;                                                  \
     for (int i = 0; i < 8; ++i) r.v[i] = a.v[i] op b.v[i]; \
-    return r;                                       \
+    return r;                                              \
   }
 DTRAIN_V8_BINARY(+)
 DTRAIN_V8_BINARY(-)
 #undef DTRAIN_V8_BINARY
 inline V8 operator-(V8 a) { return zero() - a; }
 inline V8 max0(V8 a) {
-  for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] > 0.0f ? a.v[i] : 0.0f;
+  for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] < 0.0f ? 0.0f : a.v[i];
   return a;
 }
 inline V8 wherePositive(V8 mask, V8 b) {

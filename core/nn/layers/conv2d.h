@@ -4,12 +4,17 @@
 // default 3), stride (default 1), padding (default 0), bias (default true),
 // init ("he" | "glorot", default from the model).
 //
-// Algorithms (chosen in setup(), see chooseAlgo):
-//   winograd  3x3 stride 1 with enough channels: F(2x2,3x3) transforms + 16
-//             gemms per chunk of samples; 2.25x fewer multiplies than direct.
-//   im2col    everything else, per sample: im2col + one gemm; a 1x1 stride-1
-//             unpadded kernel uses the input itself as the col matrix.
-// Both fuse the bias (and a fused relu) into the pass that writes the output.
+// Algorithms (chosen in setup()):
+//   winograd  3x3 stride 1 with at least 4 input channels: F(2x2,3x3)
+//             transforms + 16 products per chunk of samples, 2.25x fewer
+//             multiplies than direct (conv2d_winograd.cpp).
+//   im2col    everything else, per sample: im2col + one product; a 1x1
+//             stride-1 unpadded kernel uses the input itself as the col
+//             matrix (conv2d_im2col.cpp).
+// Small products (few channels, as in a first layer) skip OpenBLAS's packing
+// (ops::gemmUnpacked, ops::weightGradRows). Both algorithms fuse the bias
+// (and a fused relu) into the pass that writes the output, and skip the
+// input gradient when din is null (the first layer).
 //
 // Ownership and threading: as every Layer; scratch buffers are per instance.
 #pragma once
@@ -63,6 +68,7 @@ class Conv2d : public Layer {
   ops::Window2d geom_;
   ConvAlgo algo_ = ConvAlgo::Im2col;
   bool pointwise_ = false;  // 1x1, stride 1, no padding: col == input
+  bool unpacked_ = false;   // products by ops::gemmUnpacked rather than gemm
   bool relu_ = false;       // a following relu fused into this layer
   Tensor weight_, bias_, dweight_, dbias_;
   // im2col: col (and dcol), masked dout. winograd: transformed filters u,

@@ -8,7 +8,8 @@ namespace dtrain {
 
 Dense::Dense(std::string name, DenseConfig config) : Layer(std::move(name)), config_(config) {
   if (config_.units <= 0)
-    throw ConfigError(layer_util::label(*this) + ": units must be > 0 (got " + std::to_string(config_.units) + ")");
+    throw ConfigError(layer_util::label(*this) + ": units must be > 0 (got " + std::to_string(config_.units) +
+                      ")");
 }
 
 std::unique_ptr<Layer> Dense::create(const std::string& name, const LayerOptions& options,
@@ -56,7 +57,8 @@ void Dense::forward(const std::vector<const Tensor*>& in, Tensor& out, const Lay
   const int64_t n = in[0]->dim(0), units = config_.units;
   // One gemm for the whole slice: [n, in] x [in, units]; then bias (+ relu) in
   // one pass over the output.
-  ops::gemm(false, true, n, units, in_, 1.0f, in[0]->data(), in_, weight_.data(), in_, 0.0f, out.data(), units);
+  ops::gemm(false, true, n, units, in_, 1.0f, in[0]->data(), in_, weight_.data(), in_, 0.0f, out.data(),
+            units);
   if (config_.bias || relu_)
     ops::biasActRows(out.data(), config_.bias ? bias_.data() : nullptr, n, units, relu_);
 }
@@ -73,7 +75,8 @@ void Dense::backward(const std::vector<const Tensor*>& in, const Tensor& out, co
   // dW += dY^T X, db += column sums of dY, dX = dY W.
   ops::gemm(true, false, units, in_, n, 1.0f, dy, units, in[0]->data(), in_, 1.0f, dweight_.data(), in_);
   if (config_.bias) ops::biasGradRows(dy, n, units, dbias_.data());
-  if (din[0]) ops::gemm(false, false, n, in_, units, 1.0f, dy, units, weight_.data(), in_, 0.0f, din[0]->data(), in_);
+  if (din[0])
+    ops::gemm(false, false, n, in_, units, 1.0f, dy, units, weight_.data(), in_, 0.0f, din[0]->data(), in_);
 }
 
 int64_t Dense::forwardFlops() const {

@@ -30,7 +30,8 @@ std::pair<int64_t, int64_t> readPositivePair(const LayerOptions& options, const 
   auto v = options.getPair(key, fallback);
   const int64_t bad = allow_zero ? (v.first < 0 ? v.first : v.second) : (v.first <= 0 ? v.first : v.second);
   if (allow_zero ? (v.first < 0 || v.second < 0) : (v.first <= 0 || v.second <= 0))
-    options.fail(key, key + (allow_zero ? " must be >= 0" : " must be > 0") + " (got " + std::to_string(bad) + ")");
+    options.fail(
+        key, key + (allow_zero ? " must be >= 0" : " must be > 0") + " (got " + std::to_string(bad) + ")");
   return v;
 }
 

@@ -20,14 +20,18 @@ Shape MaxPool::setup(const std::vector<Shape>& inputs) {
 
 void MaxPool::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
   const int64_t n = in[0]->dim(0);
-  ops::maxPoolForward(in[0]->data(), n, geom_, out.data(), argmax_.ints(n * geom_.channels * geom_.outPlane()));
+  // Inference needs no indices: no backward follows it (and eval batches can be
+  // much larger than training slices, so this also keeps the buffer small).
+  int32_t* argmax = ctx.training ? argmax_.ints(n * geom_.channels * geom_.outPlane()) : nullptr;
+  ops::maxPoolForward(in[0]->data(), n, geom_, out.data(), argmax);
 }
 
 void MaxPool::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                        const std::vector<Tensor*>& din, const LayerContext& ctx) {
   if (!din[0]) return;
   const int64_t n = in[0]->dim(0);
-  ops::maxPoolBackward(dout.data(), argmax_.ints(n * geom_.channels * geom_.outPlane()), n, geom_, din[0]->data());
+  ops::maxPoolBackward(dout.data(), argmax_.ints(n * geom_.channels * geom_.outPlane()), n, geom_,
+                       din[0]->data());
 }
 
 int64_t MaxPool::forwardFlops() const {

@@ -1,7 +1,7 @@
 // max_pool: the maximum of each window, per channel; padding never wins.
-// Options: see pool_config.h. Forward records each window's argmax, which
-// backward routes the gradient to, so backward must follow the forward of the
-// same batch (as the trainer always does).
+// Options: see pool_config.h. A training forward records each window's
+// argmax, which backward routes the gradient to, so backward must follow a
+// training forward (ctx.training) of the same batch, as the trainer does.
 //
 // Ownership and threading: as every Layer; the argmax buffer is per instance.
 #pragma once

@@ -1,0 +1,69 @@
+// Conv2d's im2col algorithm: per sample, im2col then one product, so the
+// col matrix stays in cache between the two.
+#include "core/backend/ops.h"
+#include "core/nn/layers/conv2d.h"
+
+namespace dtrain {
+
+// Per sample, so the col matrix (C*kh*kw x Ho*Wo) stays in cache between
+// im2col and the gemm, and the output plane is still cached for the bias pass.
+void Conv2d::forwardIm2col(const float* x, int64_t n, float* y) {
+  const int64_t f = config_.filters, k = geom_.channels * geom_.kernel_h * geom_.kernel_w;
+  const int64_t p = geom_.outPlane(), in_size = geom_.channels * geom_.inPlane();
+  float* col = pointwise_ ? nullptr : col_.floats(k * p);
+  for (int64_t s = 0; s < n; ++s) {
+    const float* xs = x + s * in_size;
+    float* ys = y + s * f * p;
+    if (!pointwise_) ops::im2col(xs, geom_, col);
+    const float* bias = config_.bias ? bias_.data() : nullptr;
+    if (unpacked_) {  // bias and relu applied in registers
+      ops::gemmUnpacked(false, f, p, k, weight_.data(), k, pointwise_ ? xs : col, p, ys, p, bias, relu_);
+    } else {
+      ops::gemm(false, false, f, p, k, 1.0f, weight_.data(), k, pointwise_ ? xs : col, p, 0.0f, ys, p);
+      if (bias || relu_) ops::biasActPlanes(ys, bias, f, p, relu_);
+    }
+  }
+}
+
+void Conv2d::backwardIm2col(const float* x, const float* y, const float* dy, int64_t n, float* dx) {
+  const int64_t f = config_.filters, k = geom_.channels * geom_.kernel_h * geom_.kernel_w;
+  const int64_t p = geom_.outPlane(), in_size = geom_.channels * geom_.inPlane();
+  float* col = pointwise_ ? nullptr : col_.floats(k * p);
+  // dY masked by the fused relu, materialised only where a gemm needs it.
+  float* masked = relu_ && (dx || !unpacked_) ? masked_.floats(f * p) : nullptr;
+  float* dbias = config_.bias ? dbias_.data() : nullptr;
+  for (int64_t s = 0; s < n; ++s) {
+    const float* xs = x + s * in_size;
+    const float* ys = y + s * f * p;
+    const float* dys = dy + s * f * p;
+    // col is recomputed: cheaper than keeping a batch of them.
+    if (!pointwise_) ops::im2col(xs, geom_, col);
+    const float* cols = pointwise_ ? xs : col;
+    if (unpacked_) {
+      // dW += dY col^T and the bias sums in one pass, the relu mask applied on the fly.
+      ops::weightGradRows(dys, relu_ ? ys : nullptr, f, p, cols, k, dweight_.data(), dbias);
+      if (!dx) continue;  // the network input needs no gradient: skip a third of the work
+      if (relu_) {
+        ops::reluBackward(ys, dys, masked, f * p);
+        dys = masked;
+      }
+    } else {
+      if (relu_) {
+        ops::reluBackward(ys, dys, masked, f * p);
+        dys = masked;
+      }
+      ops::gemm(false, true, f, k, p, 1.0f, dys, p, cols, p, 1.0f, dweight_.data(), k);
+      if (dbias) ops::biasGradPlanes(dys, f, p, dbias);
+      if (!dx) continue;
+    }
+    float* dxs = dx + s * in_size;
+    // dcol = W^T dY, then col2im; a pointwise kernel's dcol is dx itself.
+    if (unpacked_)
+      ops::gemmUnpacked(true, k, p, f, weight_.data(), k, dys, p, pointwise_ ? dxs : col, p);
+    else
+      ops::gemm(true, false, k, p, f, 1.0f, weight_.data(), k, dys, p, 0.0f, pointwise_ ? dxs : col, p);
+    if (!pointwise_) ops::col2im(col, geom_, dxs);
+  }
+}
+
+}  // namespace dtrain
