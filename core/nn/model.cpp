@@ -115,12 +115,28 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
     }
     nodes_.push_back(std::move(node));
   }
+  findAliases();
   // Every result but the output's must feed some layer: backward would
   // otherwise have no gradient to start such a branch from.
   for (size_t i = 0; i + 1 < nodes_.size(); ++i)
     if (consumers_[i] == 0)
       throw ConfigError(where(nodes_[i].pos) + "[model.layers] the result of '" + nodes_[i].layer->name() +
                         "' is not used by any layer; remove it or name it in another layer's inputs");
+}
+
+void Model::findAliases() {
+  // A relu right after a conv2d or dense that nobody else reads is applied by
+  // that layer (one memory pass less each way), and a flatten is a reshape of
+  // its input: both share the producer's activation and gradient buffers.
+  alias_of_.assign(nodes_.size(), -1);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& node = nodes_[i];
+    if (node.inputs.size() != 1 || node.inputs[0] < 0 || i + 1 == nodes_.size()) continue;
+    int p = node.inputs[0];
+    if (consumers_[p] != 1 || alias_of_[p] >= 0) continue;
+    const std::string type = node.layer->type();
+    if (type == "flatten" || (type == "relu" && nodes_[p].layer->fuseActivation("relu"))) alias_of_[i] = p;
+  }
 }
 
 void Model::registerParams(ParamStore& store) const {
@@ -148,6 +164,11 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity) {
   int64_t scratch = 0;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Shape s = nodes_[i].out_shape.withBatch(capacity);
+    if (alias_of_[i] >= 0) {
+      act_storage_.push_back(act_storage_[alias_of_[i]].reshape(s));
+      grad_storage_.push_back(grad_storage_[alias_of_[i]].reshape(s));
+      continue;
+    }
     act_storage_.push_back(Tensor::empty(s));
     grad_storage_.push_back(Tensor::empty(s));
     if (consumers_[i] > 1) scratch = std::max(scratch, s.numel());
@@ -173,6 +194,7 @@ const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
   }
   LayerContext c = ctx;
   for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (alias_of_[i] >= 0) continue;
     c.layer_index = static_cast<int>(i);
     nodes_[i].layer->forward(inputsOf(nodes_[i], input), act_[i], c);
   }
@@ -187,6 +209,10 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
   LayerContext c = ctx;
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     Node& node = nodes_[i];
+    if (alias_of_[i] >= 0) {
+      ++written[alias_of_[i]];  // its gradient already is the producer's
+      continue;
+    }
     c.layer_index = i;
     std::vector<Tensor*> din;
     std::vector<std::pair<int, Tensor>> to_add;

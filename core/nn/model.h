@@ -45,16 +45,21 @@ class Model {
   void backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx);
 
   const std::vector<Node>& nodes() const { return nodes_; }
+  // The node whose memory node i shares instead of computing anything (a relu
+  // fused into the conv2d/dense before it, a flatten of its input), or -1.
+  int aliasOf(size_t i) const { return alias_of_[i]; }
   const Shape& inputShape() const { return input_shape_; }
   const Shape& outputShape() const { return nodes_.back().out_shape; }
   int64_t forwardFlops() const;
 
  private:
   std::vector<const Tensor*> inputsOf(const Node& node, const Tensor& input) const;
+  void findAliases();
 
   Shape input_shape_;
   std::vector<Node> nodes_;            // topological order; output last
   std::vector<int> consumers_;         // number of layers reading each node
+  std::vector<int> alias_of_;          // see aliasOf()
   std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
   Tensor scratch_storage_, scratch_;   // for nodes read by several layers
   int64_t capacity_ = 0;
