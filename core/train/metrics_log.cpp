@@ -31,8 +31,9 @@ void truncateAfter(const std::string& path, int64_t step) {
   if (!in) return;
   std::string tmp = path + ".tmp", line, kept;
   while (std::getline(in, line)) {
+    // A line cut short by a kill has no closing brace: drop it too.
     int64_t s = stepOfLine(line);
-    if (s >= 0 && s <= step) kept += line + "\n";
+    if (s >= 0 && s <= step && !line.empty() && line.back() == '}') kept += line + "\n";
   }
   in.close();
   {

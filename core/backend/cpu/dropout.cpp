@@ -10,17 +10,11 @@
 #include <cmath>
 
 #include "core/backend/ops.h"
+#include "core/util/rng.h"
 
 namespace dtrain::ops {
 
 namespace {
-
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Chris Wellons' "lowbias32" integer hash (a bijection on 32-bit values).
 inline uint32_t mix32(uint32_t x) {
