@@ -40,14 +40,6 @@ void checkDevice(const std::string& device) {
     throw ConfigError("[job] device = \"cuda\": this build has no CUDA backend yet; use device = \"cpu\"");
 }
 
-namespace {
-
-double unixTime() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 struct Trainer::Impl {
   JobConfig job;
   TrainerOptions opt;
@@ -151,10 +143,15 @@ struct Trainer::Impl {
     };
     if (strategy->worldSize() == 1 && job.train.grad_clip_norm <= 0) {
       // The common case in one pass over memory: sum the replicas, update, clear.
+      // Chunks small enough to stay in cache between the three steps.
+      constexpr int64_t kChunk = 4096;
       pool.run([&](int t) {
         auto [b, e] = range(t);
-        replicas->sumGradients(b, e);
-        updateAndClear(b, e, 1.0f);
+        for (int64_t c = b; c < e; c += kChunk) {
+          int64_t ce = std::min(e, c + kChunk);
+          replicas->sumGradients(c, ce);
+          updateAndClear(c, ce, 1.0f);
+        }
       });
       return f;
     }
@@ -184,7 +181,6 @@ struct Trainer::Impl {
   TrainOutcome loop() {
     TrainOutcome out;
     LrSchedule schedule(job.schedule, job.optimizer.lr, total_steps);
-    const Model& model = replicas->model();
     if (state.step == 0)
       say("training " + job.job.name + ": " + std::to_string(replicas->store().count()) + " parameters, " +
           std::to_string(train_data->size()) + " training samples, " + std::to_string(steps_per_epoch) +
@@ -192,7 +188,6 @@ struct Trainer::Impl {
     else
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
-    (void)model;
     if (state.step >= total_steps) {
       out.already_finished = true;
       out.step = state.step;
@@ -254,6 +249,8 @@ struct Trainer::Impl {
         if ((job.train.checkpoint_every_steps > 0 && state.step % job.train.checkpoint_every_steps == 0) ||
             (epoch_done && job.train.checkpoint_every_epoch) || last_step)
           checkpoint(last_step ? "end" : epoch_done ? "epoch end" : "periodic");
+        // The next step's images/s should not include this evaluation or checkpoint.
+        last = std::chrono::steady_clock::now();
         if (epoch_done || stopRequested()) break;
       }
     }

@@ -95,8 +95,8 @@ def torch_throughput(model, setting, warmup, steps):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=0, help="measured steps (default: 300 mlp, 60 cnn)")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=0, help="measured steps (default: 1000 mlp, 100 cnn)")
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--accuracy", action="store_true", help="also train the shipped configs to the end")
     a = ap.parse_args()
     if not os.path.exists(DTRAIN):
@@ -105,7 +105,7 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory() as work:
         for model in ("mlp", "cnn"):
-            steps = a.steps or (300 if model == "mlp" else 60)
+            steps = a.steps or (1000 if model == "mlp" else 100)
             warmup = 20 if model == "mlp" else 10
             d_runs, t_runs = [], {k: [] for k in TORCH_SETTINGS}
             d_rss, t_rss = [], {k: [] for k in TORCH_SETTINGS}
