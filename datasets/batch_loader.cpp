@@ -1,5 +1,9 @@
 #include "datasets/batch_loader.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 
@@ -88,6 +92,11 @@ bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t be
 }
 
 void BatchLoader::run() {
+  // Below the compute threads' priority: preparing a batch takes a fraction of
+  // a step, and when it preempts one compute thread the other waits for it.
+  // At a lower priority it runs in the gaps (and at full speed when the
+  // trainer is waiting for it, since the compute threads then idle).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   std::vector<int64_t> order;
   int64_t order_epoch = -1;
   std::unique_lock<std::mutex> lock(mu_);

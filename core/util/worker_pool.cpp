@@ -2,9 +2,20 @@
 
 #include <algorithm>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 namespace dtrain {
 
+void WorkerPool::flushDenormals() {
+#if defined(__SSE__)
+  _mm_setcsr(_mm_getcsr() | 0x8040);  // flush-to-zero and denormals-are-zero
+#endif
+}
+
 WorkerPool::WorkerPool(int threads) : size_(std::max(1, threads)) {
+  flushDenormals();
   for (int i = 1; i < size_; ++i) threads_.emplace_back([this, i] { workerLoop(i); });
 }
 
@@ -44,6 +55,7 @@ void WorkerPool::run(const std::function<void(int)>& fn) {
 }
 
 void WorkerPool::workerLoop(int index) {
+  flushDenormals();
   uint64_t seen = 0;
   for (;;) {
     // Spin a little: the next step's call usually comes within microseconds.

@@ -31,6 +31,10 @@ class WorkerPool {
   // contiguous parts, aligned to `align` items.
   static std::pair<int64_t, int64_t> split(int64_t n, int parts, int i, int64_t align = 1);
 
+  // Sets the calling thread to flush denormal floats to zero (as TensorFlow
+  // does on CPUs): tiny gradients otherwise slow the arithmetic down.
+  static void flushDenormals();
+
  private:
   void workerLoop(int index);
   void record(std::exception_ptr e);
