@@ -6,12 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "core/train/resume_point.h"
+
 namespace dtrain::cli {
 
 // Exit codes, documented in the README.
 constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;      // a runtime error (data, checkpoint, I/O)
-constexpr int kExitBadConfig = 2;    // the job file or command line is wrong
+constexpr int kExitFailure = 1;    // a runtime error (data, checkpoint, I/O)
+constexpr int kExitBadConfig = 2;  // the job file or command line is wrong
 // Stopped by a signal after writing a checkpoint: 128 + the signal number,
 // as a shell reports a process killed by it (130 for Ctrl-C, 143 for SIGTERM).
 
@@ -19,7 +21,7 @@ struct TrainArgs {
   std::string job_file;
   std::vector<std::string> overrides;
   bool quiet = false;
-  bool overwrite = false;  // replace an existing run directory's checkpoints and metrics
+  bool overwrite = false;          // replace an existing run directory's checkpoints and metrics
   int64_t fault_kill_at_step = 0;  // tests only: SIGKILL itself after this step
 };
 int runTrain(const TrainArgs& args);
@@ -42,5 +44,8 @@ struct ResumeArgs {
   int64_t fault_kill_at_step = 0;
 };
 int runResume(const ResumeArgs& args);
+
+// loadResumePoint, with each skipped corrupt checkpoint reported on stderr.
+ResumePoint loadResumePointReporting(const std::string& path);
 
 }  // namespace dtrain::cli

@@ -5,29 +5,23 @@
 #include "cli/commands.h"
 #include "core/io/json.h"
 #include "core/nn/layer_registry.h"
-#include "core/train/checkpoint.h"
 #include "core/train/evaluate.h"
 #include "core/train/model_checkpoint.h"
 #include "core/train/replica_set.h"
-#include "core/train/train_state.h"
 #include "core/train/trainer.h"
 #include "datasets/dataset.h"
 
 namespace dtrain::cli {
 
 int runEval(const EvalArgs& args) {
-  std::vector<std::string> warnings;
-  LoadedCheckpoint ckpt = loadLatestCheckpoint(args.checkpoint, &warnings);
-  for (const auto& w : warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
-  TrainState state;
-  JobConfig job;
-  trainStateFromToml(ckpt.state_toml, ckpt.dir + "/state.toml", &state, &job);
+  ResumePoint from = loadResumePointReporting(args.checkpoint);
+  const JobConfig& job = from.job;
   checkDevice(job.job.device);
   openblas_set_num_threads(1);
   auto test = openDataset(job.data, Split::Test, job.job.seed);
-  ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(),
-                      resolveThreads(0), job.train.batch_size);
-  restoreCheckpoint(ckpt, replicas.store(), nullptr);
+  ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(), resolveThreads(0),
+                      job.train.batch_size);
+  restoreCheckpoint(from.checkpoint, replicas.store(), nullptr);
   EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data.prefetch);
   if (args.json) {
     JsonWriter w;
@@ -36,8 +30,9 @@ int runEval(const EvalArgs& args) {
     w.add("samples", r.samples);
     std::printf("%s\n", w.str().c_str());
   } else {
-    std::printf("%s (step %lld): test loss %.4f, accuracy %.4f over %lld samples\n", ckpt.dir.c_str(),
-                static_cast<long long>(state.step), r.loss, r.accuracy, static_cast<long long>(r.samples));
+    std::printf("%s (step %lld): test loss %.4f, accuracy %.4f over %lld samples\n",
+                from.checkpoint.dir.c_str(), static_cast<long long>(from.state.step), r.loss, r.accuracy,
+                static_cast<long long>(r.samples));
   }
   return kExitOk;
 }

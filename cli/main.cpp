@@ -1,6 +1,5 @@
 // dtrain: train, check, evaluate and resume jobs described by a TOML file.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 
@@ -24,13 +23,16 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--fault-kill-at-step", train.fault_kill_at_step)->group("");
 
   CheckArgs check;
-  auto* check_cmd = app.add_subcommand("check", "Validate a job file; print the resolved job and a model summary");
+  auto* check_cmd =
+      app.add_subcommand("check", "Validate a job file; print the resolved job and a model summary");
   check_cmd->add_option("job", check.job_file, "Job file (TOML)")->required();
   check_cmd->add_option("--set", check.overrides, "Override a job key")->take_all();
 
   EvalArgs eval;
   auto* eval_cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the test split");
-  eval_cmd->add_option("checkpoint", eval.checkpoint, "Checkpoint directory, its `latest` link, or a run directory")
+  eval_cmd
+      ->add_option("checkpoint", eval.checkpoint,
+                   "Checkpoint directory, its `latest` link, or a run directory")
       ->required();
   eval_cmd->add_flag("--json", eval.json, "Print one JSON object {loss, accuracy, samples}");
 

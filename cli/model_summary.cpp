@@ -15,8 +15,8 @@ std::string withCommas(int64_t v) {
 std::string row(const std::string& a, const std::string& b, const std::string& c, const std::string& d,
                 const std::string& e, const std::string& f) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-12s %-10s %-32s %-14s %12s %14s\n", a.c_str(), b.c_str(), c.c_str(), d.c_str(),
-                e.c_str(), f.c_str());
+  std::snprintf(buf, sizeof buf, "%-12s %-10s %-32s %-14s %12s %14s\n", a.c_str(), b.c_str(), c.c_str(),
+                d.c_str(), e.c_str(), f.c_str());
   return buf;
 }
 

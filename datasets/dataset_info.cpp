@@ -31,13 +31,14 @@ DatasetInfo peekDataset(const DataSection& data) {
     return info;
   }
   if (data.dataset != "fashion_mnist" && data.dataset != "idx")
-    throw ConfigError("[data] dataset \"" + data.dataset + "\" is unknown; use fashion_mnist, idx or synthetic");
+    throw ConfigError("[data] dataset \"" + data.dataset +
+                      "\" is unknown; use fashion_mnist, idx or synthetic");
   Shape test_shape;
   info.train_samples = idxSamples(data.dataset, data.dir, Split::Train, &info.sample_shape);
   info.test_samples = idxSamples(data.dataset, data.dir, Split::Test, &test_shape);
   if (test_shape != info.sample_shape)
-    throw DataError("[data] " + data.dir + ": test images are " + test_shape.str() + " but training images are " +
-                    info.sample_shape.str());
+    throw DataError("[data] " + data.dir + ": test images are " + test_shape.str() +
+                    " but training images are " + info.sample_shape.str());
   // fashion_mnist has 10 classes by definition; a generic idx set counts its labels.
   info.classes = data.dataset == "fashion_mnist" ? 10 : IdxDataset::trainClasses(data.dataset, data.dir);
   return info;

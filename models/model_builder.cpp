@@ -80,10 +80,10 @@ std::unique_ptr<Model> buildModel(const ModelSection& model, const Shape& input_
   if (built->outputShape() != Shape{classes}) {
     const auto& last = built->nodes().back();
     std::string at = last.pos.str();
-    throw ConfigError((at.empty() ? "" : at + ": ") + "[model.layers] the output layer '" + last.layer->name() +
-                      "' produces " + built->outputShape().str() + " per sample, but the dataset has " +
-                      std::to_string(classes) + " classes; end the model with a dense layer of " +
-                      std::to_string(classes) + " units");
+    throw ConfigError((at.empty() ? "" : at + ": ") + "[model.layers] the output layer '" +
+                      last.layer->name() + "' produces " + built->outputShape().str() +
+                      " per sample, but the dataset has " + std::to_string(classes) +
+                      " classes; end the model with a dense layer of " + std::to_string(classes) + " units");
   }
   return built;
 }

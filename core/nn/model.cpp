@@ -47,8 +47,9 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
       auto it = index_of.find(in);
       if (it == index_of.end()) {
         std::string hint = closestMatch(in, names);
-        throw ConfigError(where(specs[i].pos) + "[model.layers] '" + specs[i].name + "' reads unknown input '" +
-                          in + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+        throw ConfigError(where(specs[i].pos) + "[model.layers] '" + specs[i].name +
+                          "' reads unknown input '" + in + "'" +
+                          (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
       }
       if (it->second == static_cast<int>(i))
         throw ConfigError(where(specs[i].pos) + "[model.layers] '" + specs[i].name + "' reads itself");
@@ -77,7 +78,8 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
       std::string cycle;
       for (size_t i = 0; i < specs.size(); ++i)
         if (!done[i]) cycle += (cycle.empty() ? "'" : ", '") + specs[i].name + "'";
-      throw ConfigError("[model.layers] the layers " + cycle + " form a cycle; every layer must read only earlier results");
+      throw ConfigError("[model.layers] the layers " + cycle +
+                        " form a cycle; every layer must read only earlier results");
     }
     done[next] = true;
     order.push_back(next);
@@ -187,7 +189,8 @@ std::vector<const Tensor*> Model::inputsOf(const Node& node, const Tensor& input
 const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
   int64_t n = input.dim(0);
   if (n > capacity_)
-    throw Error("batch of " + std::to_string(n) + " exceeds the model's capacity " + std::to_string(capacity_));
+    throw Error("batch of " + std::to_string(n) + " exceeds the model's capacity " +
+                std::to_string(capacity_));
   for (size_t i = 0; i < nodes_.size(); ++i) {
     act_[i] = act_storage_[i].narrow(0, n);
     grad_[i] = grad_storage_[i].narrow(0, n);

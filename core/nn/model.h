@@ -57,11 +57,11 @@ class Model {
   void findAliases();
 
   Shape input_shape_;
-  std::vector<Node> nodes_;            // topological order; output last
-  std::vector<int> consumers_;         // number of layers reading each node
-  std::vector<int> alias_of_;          // see aliasOf()
+  std::vector<Node> nodes_;     // topological order; output last
+  std::vector<int> consumers_;  // number of layers reading each node
+  std::vector<int> alias_of_;   // see aliasOf()
   std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
-  Tensor scratch_storage_, scratch_;   // for nodes read by several layers
+  Tensor scratch_storage_, scratch_;  // for nodes read by several layers
   int64_t capacity_ = 0;
 };
 

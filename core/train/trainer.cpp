@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <thread>
 
@@ -20,6 +20,7 @@
 #include "core/train/model_checkpoint.h"
 #include "core/train/progress.h"
 #include "core/train/replica_set.h"
+#include "core/train/resume_point.h"
 #include "core/train/stop_signal.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
@@ -232,7 +233,8 @@ struct Trainer::Impl {
         r.samples = static_cast<int64_t>(figs[2]);
         metrics->write(r);
         if (state.step == opt.fault_kill_at_step) std::raise(SIGKILL);
-        if (!opt.quiet) progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, static_cast<int64_t>(seen));
+        if (!opt.quiet)
+          progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, static_cast<int64_t>(seen));
 
         bool epoch_done = state.position >= static_cast<int64_t>(sampler->size());
         if (epoch_done) {
@@ -275,14 +277,13 @@ Trainer::Trainer(JobConfig job, TrainerOptions options) : impl_(std::make_unique
 
 Trainer::~Trainer() = default;
 
-TrainOutcome Trainer::run(const LoadedCheckpoint* resume) {
+TrainOutcome Trainer::run(const ResumePoint* resume) {
   if (resume) {
-    JobConfig saved;
-    trainStateFromToml(resume->state_toml, resume->dir + "/state.toml", &impl_->state, &saved);
+    impl_->state = resume->state;
     impl_->last_checkpoint_step = impl_->state.step;
-    impl_->last_checkpoint = resume->dir;
+    impl_->last_checkpoint = resume->checkpoint.dir;
   }
-  impl_->setUp(resume);
+  impl_->setUp(resume ? &resume->checkpoint : nullptr);
   return impl_->loop();
 }
 

@@ -14,7 +14,7 @@
 
 namespace dtrain {
 
-struct LoadedCheckpoint;
+struct ResumePoint;
 
 struct TrainOutcome {
   bool interrupted = false;
@@ -40,8 +40,9 @@ class Trainer {
   // checkpoints record.
   Trainer(JobConfig job, TrainerOptions options);
   ~Trainer();
-  // From scratch when `resume` is null, else from that checkpoint.
-  TrainOutcome run(const LoadedCheckpoint* resume);
+  // From scratch when `resume` is null, else from that checkpoint (whose job
+  // should be the one this trainer was made with).
+  TrainOutcome run(const ResumePoint* resume);
 
  private:
   struct Impl;

@@ -111,5 +111,5 @@ type = "dense"
 units = 3
 inputs = ["flat"]
 )") == "m.toml:6:1: [model.layers] the result of 'side' is not used by any layer; remove it or name it in "
-        "another layer's inputs");
+       "another layer's inputs");
 }

@@ -42,8 +42,8 @@ TEST_CASE("missing files and corrupt data are one-line errors") {
   for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
                         "t10k-labels-idx1-ubyte"})
     writeFile(data + "/" + f, "this is not an IDX file");
-  writeFile(tmp / "job.toml", "[model]\npreset = \"mlp\"\n[data]\ndataset = \"idx\"\ndir = \"" + data + "\"\n[job]\nrun_dir = \"" +
-                                  (tmp / "run") + "\"\n");
+  writeFile(tmp / "job.toml", "[model]\npreset = \"mlp\"\n[data]\ndataset = \"idx\"\ndir = \"" + data +
+                                  "\"\n[job]\nrun_dir = \"" + (tmp / "run") + "\"\n");
   r = runDtrain({"train", tmp / "job.toml"});
   CHECK(r.exit_code == 1);
   CHECK(lineCount(r.output) == 1);
@@ -61,7 +61,8 @@ TEST_CASE("train refuses a run directory that already holds a run") {
   CHECK(again.exit_code == 2);
   CHECK(again.output.find("dtrain resume " + run) != std::string::npos);
   CHECK(stepDirs(run) == before);
-  RunResult over = runDtrain({"train", tmp / "job.toml", "--quiet", "--overwrite", "--set", "train.epochs=1"});
+  RunResult over =
+      runDtrain({"train", tmp / "job.toml", "--quiet", "--overwrite", "--set", "train.epochs=1"});
   CHECK(over.exit_code == 0);
 }
 

@@ -14,7 +14,8 @@ std::string finalTensors(const std::string& run_dir) {
   auto steps = stepDirs(run_dir);
   REQUIRE(!steps.empty());
   std::string dir = run_dir + "/checkpoints/" + steps.back();
-  return steps.back() + "|" + readFile(dir + "/model.safetensors") + "|" + readFile(dir + "/optimizer.safetensors");
+  return steps.back() + "|" + readFile(dir + "/model.safetensors") + "|" +
+         readFile(dir + "/optimizer.safetensors");
 }
 
 std::string referenceRun(const TempDir& tmp, const std::string& extra = "") {

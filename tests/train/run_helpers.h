@@ -25,8 +25,8 @@ namespace fs = std::filesystem;
 class TempDir {
  public:
   explicit TempDir(const std::string& tag) {
-    path_ = fs::temp_directory_path() / ("dtrain-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter()++));
+    path_ = fs::temp_directory_path() /
+            ("dtrain-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -45,9 +45,7 @@ class TempDir {
   fs::path path_;
 };
 
-inline void writeFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+inline void writeFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 inline std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
