@@ -11,6 +11,8 @@
 
 #include "core/errors.h"
 
+#include "tests/common/temp_dir.h"
+
 namespace dtrain::test {
 
 // The ConfigError message `f` throws, or a note saying it threw nothing.
@@ -24,34 +26,7 @@ std::string configErrorOf(F&& f) {
   return "(no ConfigError)";
 }
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ =
-        std::filesystem::temp_directory_path() / ("dtrain_config_test_" + std::to_string(getpid()) + "_" +
-                                                  std::to_string(stamp) + "_" + std::to_string(counter++));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-
-  std::string write(const std::string& name, const std::string& text) const {
-    std::filesystem::path file = path_ / name;
-    std::ofstream(file) << text;
-    return file.string();
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using dtrain::testing::TempDir;
 
 // The smallest job that validates without a dataset on disk.
 inline const char* const kMinimalJob =

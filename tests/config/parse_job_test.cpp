@@ -73,7 +73,7 @@ TEST_CASE("a negative seed keeps its bits") {
 
 TEST_CASE("job name and run directory default from the file name") {
   TempDir dir;
-  std::filesystem::create_directories(dir.path() / "configs");
+  std::filesystem::create_directories(dir.file("configs"));
   std::string path = dir.write("configs/fashion_cnn.toml", kMinimalJob);
   JobConfig job = parseJobFile(path);
   CHECK(job.source_path == path);
@@ -215,11 +215,11 @@ TEST_CASE("TOML syntax errors carry line and column") {
 
 TEST_CASE("a job file that cannot be read is reported") {
   TempDir dir;
-  std::string missing = (dir.path() / "job.toml").string();
+  std::string missing = dir.file("job.toml");
   CHECK(configErrorOf([&] { parseJobFile(missing); }) ==
         missing + ": cannot read job file (No such file or directory)");
-  CHECK(configErrorOf([&] { parseJobFile(dir.path().string()); }) ==
-        dir.path().string() + ": cannot read job file (Is a directory)");
+  CHECK(configErrorOf([&] { parseJobFile(dir.path()); }) ==
+        dir.path() + ": cannot read job file (Is a directory)");
 }
 
 TEST_CASE("a syntax error in a job file names the file") {
@@ -234,7 +234,7 @@ TEST_CASE("the shipped example jobs parse and validate") {
   for (const char* name : {"fashion_mlp", "fashion_cnn"}) {
     CAPTURE(name);
     std::string path = std::string(DTRAIN_SOURCE_DIR) + "/configs/" + name + ".toml";
-    JobConfig job = parseJobFile(path, {"data.dir=" + data.path().string()});
+    JobConfig job = parseJobFile(path, {"data.dir=" + data.path()});
     CHECK(job.job.name == name);
     CHECK(job.data.dataset == "fashion_mnist");
     CHECK_NOTHROW(dtrain::validateJob(job));

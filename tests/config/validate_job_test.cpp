@@ -28,7 +28,7 @@ TEST_CASE("the minimal job and a fully written one are valid") {
                          "[job]\nname = \"full\"\nseed = 1\nthreads = 2\ndevice = \"auto\"\n"
                          "[model]\n[[model.layers]]\nname = \"fc\"\ntype = \"dense\"\nunits = 10\n"
                          "[data]\ndataset = \"idx\"\ndir = ") +
-                     "\"" + dir.path().string() +
+                     "\"" + dir.path() +
                      "\"\n"
                      "[train]\nsteps = 100\nepochs = 0\n"
                      "[optimizer]\ntype = \"adamw\"\nlr = 0.001\nweight_decay = 0.01\n"
@@ -137,7 +137,7 @@ TEST_CASE("layer names are unique and not empty") {
 
 TEST_CASE("a dataset folder must exist") {
   TempDir dir;
-  std::string missing = (dir.path() / "nope").string();
+  std::string missing = dir.file("nope");
   std::string job = std::string("[model]\npreset = \"mlp\"\n[data]\ndir = \"") + missing + "\"\n";
   CHECK(configErrorOf([&] { validateJob(parseJobString(job, "job.toml")); }) ==
         "job.toml:4:7: [data] dir '" + missing +

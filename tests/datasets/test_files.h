@@ -15,29 +15,11 @@
 
 #include "datasets/idx_file.h"
 
+#include "tests/common/temp_dir.h"
+
 namespace dtrain::test {
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("dtrain_datasets_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string str() const { return path_.string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using dtrain::testing::TempDir;
 
 // Writes exactly `bytes` to `path`, gzip-compressed when asked.
 inline void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes, bool gzip = false) {

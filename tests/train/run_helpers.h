@@ -17,33 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/temp_dir.h"
+
 namespace dtrain::testing {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed by the destructor.
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag) {
-    path_ = fs::temp_directory_path() /
-            ("dtrain-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-  fs::path path_;
-};
 
 inline void writeFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
