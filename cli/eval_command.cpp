@@ -1,5 +1,3 @@
-#include <cblas.h>
-
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -17,7 +15,6 @@ int runEval(const EvalArgs& args) {
   ResumePoint from = loadResumePointReporting(args.checkpoint);
   const JobConfig& job = from.job;
   checkDevice(job.job.device);
-  openblas_set_num_threads(1);
   auto test = openDataset(job.data, Split::Test, job.job.seed);
   ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(), resolveThreads(0),
                       job.train.batch_size);

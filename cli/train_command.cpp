@@ -20,7 +20,7 @@ namespace {
 void prepareRunDir(const std::string& run_dir, bool overwrite) {
   std::error_code ec;
   fs::path ckpts = fs::path(run_dir) / "checkpoints";
-  bool has_checkpoints = fs::exists(ckpts, ec) && !listCheckpoints(run_dir).empty();
+  bool has_checkpoints = !listCheckpoints(run_dir).empty();
   bool has_metrics = fs::exists(fs::path(run_dir) / "metrics.jsonl", ec);
   if (!has_checkpoints && !has_metrics) return;
   if (!overwrite)

@@ -10,7 +10,7 @@ const char* splitName(Split split) { return split == Split::Train ? "train" : "t
 
 std::unique_ptr<Dataset> openDataset(const DataSection& data, Split split, uint64_t seed) {
   if (data.dataset == "fashion_mnist")
-    return std::make_unique<IdxDataset>("fashion_mnist", data.dir, split, 10);
+    return std::make_unique<IdxDataset>("fashion_mnist", data.dir, split, kFashionMnistClasses);
   if (data.dataset == "idx") {
     // The class count comes from the train labels for both splits, so a test
     // split opened on its own still agrees with the model's output width.
@@ -18,8 +18,11 @@ std::unique_ptr<Dataset> openDataset(const DataSection& data, Split split, uint6
     return std::make_unique<IdxDataset>("idx", data.dir, split, classes);
   }
   if (data.dataset == "synthetic") return std::make_unique<SyntheticDataset>(data, split, seed);
-  throw ConfigError("[data] dataset \"" + data.dataset +
-                    "\" is unknown; use fashion_mnist, idx or synthetic");
+  throw unknownDatasetError(data.dataset);
+}
+
+ConfigError unknownDatasetError(const std::string& name) {
+  return ConfigError("[data] dataset \"" + name + "\" is unknown; use fashion_mnist, idx or synthetic");
 }
 
 }  // namespace dtrain

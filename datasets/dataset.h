@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/config/job_config.h"
+#include "core/errors.h"
 #include "core/tensor/shape.h"
 
 namespace dtrain {
@@ -32,6 +33,12 @@ class Dataset {
   // [0, size()).
   virtual int32_t get(int64_t index, float* out) const = 0;
 };
+
+// Fashion-MNIST's class count (its labels are 0..9).
+constexpr int64_t kFashionMnistClasses = 10;
+
+// The error for a [data] dataset name this build does not know.
+ConfigError unknownDatasetError(const std::string& name);
 
 // Opens the [data] section's dataset for one split. `seed` drives synthetic
 // data (the job seed); files are read eagerly, so every file problem surfaces

@@ -1,6 +1,7 @@
 #include "datasets/dataset_info.h"
 
 #include "core/errors.h"
+#include "datasets/dataset.h"
 #include "datasets/idx_dataset.h"
 #include "datasets/idx_file.h"
 
@@ -30,9 +31,7 @@ DatasetInfo peekDataset(const DataSection& data) {
     info.test_samples = data.test_samples;
     return info;
   }
-  if (data.dataset != "fashion_mnist" && data.dataset != "idx")
-    throw ConfigError("[data] dataset \"" + data.dataset +
-                      "\" is unknown; use fashion_mnist, idx or synthetic");
+  if (data.dataset != "fashion_mnist" && data.dataset != "idx") throw unknownDatasetError(data.dataset);
   Shape test_shape;
   info.train_samples = idxSamples(data.dataset, data.dir, Split::Train, &info.sample_shape);
   info.test_samples = idxSamples(data.dataset, data.dir, Split::Test, &test_shape);
@@ -40,7 +39,8 @@ DatasetInfo peekDataset(const DataSection& data) {
     throw DataError("[data] " + data.dir + ": test images are " + test_shape.str() +
                     " but training images are " + info.sample_shape.str());
   // fashion_mnist has 10 classes by definition; a generic idx set counts its labels.
-  info.classes = data.dataset == "fashion_mnist" ? 10 : IdxDataset::trainClasses(data.dataset, data.dir);
+  info.classes = data.dataset == "fashion_mnist" ? kFashionMnistClasses
+                                                 : IdxDataset::trainClasses(data.dataset, data.dir);
   return info;
 }
 

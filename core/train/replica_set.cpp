@@ -1,5 +1,7 @@
 #include "core/train/replica_set.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 
 #include "core/backend/ops.h"
@@ -10,6 +12,8 @@ namespace dtrain {
 ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int64_t classes,
                        const LayerRegistry& registry, int threads, int64_t max_batch)
     : pool_(threads), classes_(classes) {
+  // Each compute thread runs its own replica, so BLAS must not add threads of its own.
+  openblas_set_num_threads(1);
   capacity_ = (max_batch + pool_.size() - 1) / pool_.size();
   replicas_.resize(static_cast<size_t>(pool_.size()));
   for (auto& r : replicas_) r.model = buildModel(model, input_shape, classes, registry);

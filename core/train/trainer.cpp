@@ -1,7 +1,5 @@
 #include "core/train/trainer.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -67,8 +65,6 @@ struct Trainer::Impl {
   void setUp(const LoadedCheckpoint* resume) {
     checkDevice(job.job.device);
     job.job.threads = resolveThreads(job.job.threads);
-    // Compute threads each run their own replica, so BLAS must not add threads of its own.
-    openblas_set_num_threads(1);
     strategy = makeStrategy(job.strategy);
     train_data = openDataset(job.data, Split::Train, job.job.seed);
     test_data = openDataset(job.data, Split::Test, job.job.seed);
