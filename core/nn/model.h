@@ -61,7 +61,7 @@ class Model {
   std::vector<int> consumers_;  // number of layers reading each node
   std::vector<int> alias_of_;   // see aliasOf()
   std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
-  Tensor scratch_storage_, scratch_;  // for nodes read by several layers
+  Tensor scratch_storage_;  // for nodes read by several layers
   int64_t capacity_ = 0;
 };
 
