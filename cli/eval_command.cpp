@@ -8,6 +8,7 @@
 #include "core/train/replica_set.h"
 #include "core/train/trainer.h"
 #include "datasets/dataset.h"
+#include "strategies/one_device.h"
 
 namespace dtrain::cli {
 
@@ -19,7 +20,8 @@ int runEval(const EvalArgs& args) {
   ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(), resolveThreads(0),
                       job.train.batch_size);
   restoreCheckpoint(from.checkpoint, replicas.store(), nullptr);
-  EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data.prefetch);
+  OneDeviceStrategy one_process;  // eval runs in one process, whatever strategy trained the weights
+  EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data.prefetch, one_process);
   if (args.json) {
     JsonWriter w;
     w.add("loss", r.loss);

@@ -15,13 +15,19 @@ namespace {
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch)
+BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch,
+                         Shard shard)
     : data_(data),
       sampler_(sampler),
       batch_size_(batch_size),
       prefetch_(prefetch),
+      shard_(shard),
       sample_numel_(data.sampleShape().numel()),
-      capacity_(std::max<int64_t>(1, std::min(batch_size, sampler.size()))) {
+      capacity_(std::max<int64_t>(
+          1, shard.world >= 1 ? ceilDiv(std::min(batch_size, sampler.size()), shard.world) : 1)) {
+  if (shard.world < 1 || shard.rank < 0 || shard.rank >= shard.world)
+    throw Error("BatchLoader: rank " + std::to_string(shard.rank) + " is outside a world of " +
+                std::to_string(shard.world));
   if (batch_size < 1) throw Error("BatchLoader: batch size must be >= 1, got " + std::to_string(batch_size));
   if (prefetch < 0) throw Error("BatchLoader: prefetch must be >= 0, got " + std::to_string(prefetch));
   if (sampler.datasetSize() != data.size())
@@ -50,7 +56,7 @@ void BatchLoader::start(int64_t epoch, int64_t position) {
   if (position < 0 || position > share)
     throw Error("BatchLoader: resume position " + std::to_string(position) + " is outside this epoch's " +
                 std::to_string(share) +
-                " samples (was the checkpoint written with another dataset or world size?)");
+                " samples (was the checkpoint written for another dataset?)");
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++generation_;
@@ -73,9 +79,15 @@ bool BatchLoader::canProduce() const {
 bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n,
                        uint64_t generation) {
   if (!slot.full.data()) slot.full = Tensor::empty(data_.sampleShape().withBatch(capacity_));
+  slot.batch.global_size = n;
+  // This shard's rows of the global batch, split as WorkerPool::split does.
+  const int64_t lo = n * shard_.rank / shard_.world, hi = n * (shard_.rank + 1) / shard_.world;
+  slot.batch.global_offset = lo;
+  begin += lo;
+  n = hi - lo;
   // Re-view only when the batch size changes (the partial last batch), so a
   // steady state allocates nothing.
-  if (slot.batch.size != n) {
+  if (slot.batch.size != n || !slot.batch.images.data()) {
     slot.batch.images = n == capacity_ ? slot.full : slot.full.narrow(0, n);
     slot.batch.labels.resize(static_cast<size_t>(n));
     slot.batch.size = n;
@@ -145,7 +157,7 @@ bool BatchLoader::next(Batch& out) {
     const Slot& slot = slots_[static_cast<size_t>(consumed_ % static_cast<int64_t>(slots_.size()))];
     out = slot.batch;  // reuses out's vectors: no allocation in steady state
     ++consumed_;
-    position_ += slot.batch.size;
+    position_ += slot.batch.global_size;
     lock.unlock();
     // Handing out this batch frees the one handed out before it.
     producer_cv_.notify_one();
@@ -169,7 +181,7 @@ bool BatchLoader::nextSynchronous(Batch& out) {
   fill(slot, sync_order_, begin, n, generation_);
   out = slot.batch;
   ++consumed_;
-  position_ += n;
+  position_ += slot.batch.global_size;
   return true;
 }
 

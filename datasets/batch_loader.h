@@ -26,24 +26,36 @@
 
 namespace dtrain {
 
+// Which slice of every global batch this process takes: rank r of `world`
+// gets rows [r*n/world, (r+1)*n/world) of each batch of n samples.
+struct Shard {
+  int rank = 0;
+  int world = 1;
+};
+
 struct Batch {
   Tensor images;                // [n,C,H,W], 64-byte aligned, pixels in [0,1]
   std::vector<int32_t> labels;  // n labels
   int64_t size = 0;             // n
+  int64_t global_size = 0;      // samples of the global batch (all ranks) it is a slice of
+  int64_t global_offset = 0;    // row of the global batch where this slice starts
 };
 
 class BatchLoader {
  public:
-  // batch_size >= 1; prefetch >= 0 batches are prepared ahead (0: no thread).
+  // batch_size >= 1 is the global batch (all ranks together); each batch
+  // handed out is this shard's slice of it (possibly empty at an epoch's
+  // end). prefetch >= 0 batches are prepared ahead (0: no thread).
   // Throws Error for invalid arguments or a sampler that does not match the
   // dataset's size. Nothing is loaded until start().
-  BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch);
+  BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch, Shard shard = {});
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
 
-  // (Re)starts at `epoch`, skipping the first `position` samples of this
-  // rank's order for that epoch (resume from a checkpoint's position()).
+  // (Re)starts at `epoch`, skipping the first `position` samples of the
+  // epoch's order (resume from a checkpoint's position(), which counts
+  // samples of all ranks, so it holds for any world size).
   // May be called at any time, also mid-epoch: batches not yet handed out are
   // dropped. Throws Error when position is outside [0, samplesPerEpoch()].
   void start(int64_t epoch, int64_t position = 0);
@@ -54,12 +66,14 @@ class BatchLoader {
   // every call until start(). Throws Error if start() was never called.
   bool next(Batch& out);
 
-  // Batches per epoch for this rank's share, counting a partial last batch.
+  // Global batches per epoch, counting a partial last batch (the same on
+  // every rank).
   int64_t batchesPerEpoch() const;
-  // Samples of the current epoch handed out so far by next(), including the
-  // `position` given to start(): store it to resume exactly here.
+  // Samples of the current epoch handed out so far by next() to all ranks
+  // together, including the `position` given to start(): store it to resume
+  // exactly here.
   int64_t position() const { return position_; }
-  // This rank's samples per epoch.
+  // Samples per epoch, all ranks together.
   int64_t samplesPerEpoch() const { return sampler_.size(); }
   int64_t batchSize() const { return batch_size_; }
 
@@ -71,7 +85,8 @@ class BatchLoader {
 
   void run();
   bool canProduce() const;
-  // Fills `slot` with order[begin, begin+n). False when cancelled midway.
+  // Fills `slot` with this shard's slice of the global batch order[begin,
+  // begin+n). False when cancelled midway.
   bool fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n, uint64_t generation);
   bool nextSynchronous(Batch& out);
 
@@ -79,8 +94,9 @@ class BatchLoader {
   const Sampler sampler_;
   const int64_t batch_size_;
   const int prefetch_;
+  const Shard shard_;
   const int64_t sample_numel_;
-  const int64_t capacity_;  // rows per buffer: batch size, or fewer for a small share
+  const int64_t capacity_;  // rows per buffer: the largest slice, or fewer for a small dataset
   std::vector<Slot> slots_;
 
   std::mutex mu_;

@@ -9,15 +9,9 @@
 
 namespace dtrain {
 
-Sampler::Sampler(int64_t dataset_size, uint64_t seed, bool shuffle, int rank, int world)
-    : dataset_size_(dataset_size), seed_(seed), shuffle_(shuffle), rank_(rank), world_(world) {
+Sampler::Sampler(int64_t dataset_size, uint64_t seed, bool shuffle)
+    : dataset_size_(dataset_size), seed_(seed), shuffle_(shuffle) {
   if (dataset_size < 0) throw Error("Sampler: dataset size " + std::to_string(dataset_size) + " is negative");
-  if (world < 1 || rank < 0 || rank >= world)
-    throw Error("Sampler: rank " + std::to_string(rank) + " is outside a world of " + std::to_string(world));
-}
-
-int64_t Sampler::size() const {
-  return rank_ < dataset_size_ ? (dataset_size_ - rank_ + world_ - 1) / world_ : 0;
 }
 
 std::vector<int64_t> Sampler::epochOrder(int64_t epoch) const {
@@ -32,11 +26,7 @@ std::vector<int64_t> Sampler::epochOrder(int64_t epoch) const {
       std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
     }
   }
-  if (world_ == 1) return perm;
-  std::vector<int64_t> mine;
-  mine.reserve(static_cast<size_t>(size()));
-  for (int64_t p = rank_; p < dataset_size_; p += world_) mine.push_back(perm[static_cast<size_t>(p)]);
-  return mine;
+  return perm;
 }
 
 }  // namespace dtrain

@@ -10,6 +10,7 @@ class OneDeviceStrategy : public Strategy {
   int rank() const override { return 0; }
   int worldSize() const override { return 1; }
   void broadcastParameters(float*, int64_t) override {}
+  void broadcastFromChief(void*, int64_t) override {}
   void reduceGradients(float*, int64_t) override {}
   void reduceFigures(double*, int64_t) override {}
 };

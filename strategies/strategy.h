@@ -4,6 +4,8 @@
 //
 // one_device: a single process; its compute threads are combined inside
 // ReplicaSet, so every collective here is the identity.
+// mirrored / multi_worker_mirrored: one process per device or CPU slot, on
+// one host or several, combined by a ProcessGroup (Gloo on CPUs).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,13 +25,17 @@ class Strategy {
   bool isChief() const { return rank() == 0; }
   // Makes every worker start from rank 0's parameters.
   virtual void broadcastParameters(float* params, int64_t n) = 0;
+  // Copies the chief's bytes to every worker (positions, counters).
+  virtual void broadcastFromChief(void* data, int64_t bytes) = 0;
   // Sums the gradients of all workers (each already scaled by 1/global batch).
   virtual void reduceGradients(float* grads, int64_t n) = 0;
   // Sums figures (loss sums, counts) across workers.
   virtual void reduceFigures(double* values, int64_t n) = 0;
 };
 
-// Creates the strategy the job names; unknown or unavailable ones throw ConfigError.
+// Creates the single-process strategy for the job; multi-process strategies
+// are made by the launcher once the process group exists. Unknown or
+// unavailable ones throw ConfigError.
 std::unique_ptr<Strategy> makeStrategy(const StrategySection& cfg);
 
 }  // namespace dtrain

@@ -7,19 +7,22 @@
 
 namespace dtrain {
 
-EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size, int prefetch) {
+EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size, int prefetch,
+                           Strategy& strategy) {
   auto start = std::chrono::steady_clock::now();
   Sampler sampler(data.size(), 0, /*shuffle=*/false);
-  BatchLoader loader(data, sampler, batch_size, prefetch);
+  BatchLoader loader(data, sampler, batch_size, prefetch, Shard{strategy.rank(), strategy.worldSize()});
   loader.start(0, 0);
   Batch batch;
   BatchFigures total;
   while (loader.next(batch)) total += replicas.evaluate(batch);
+  double sums[3] = {total.loss_sum, static_cast<double>(total.correct), static_cast<double>(total.samples)};
+  strategy.reduceFigures(sums, 3);
   EvalResult r;
-  r.samples = total.samples;
-  if (total.samples > 0) {
-    r.loss = total.loss_sum / static_cast<double>(total.samples);
-    r.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.samples);
+  r.samples = static_cast<int64_t>(sums[2]);
+  if (r.samples > 0) {
+    r.loss = sums[0] / sums[2];
+    r.accuracy = sums[1] / sums[2];
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

@@ -40,7 +40,7 @@ BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t s
       LayerContext ctx;
       ctx.training = training;
       ctx.seed = seed;
-      ctx.sample_offset = start;
+      ctx.sample_offset = batch.global_offset + start;  // dropout masks follow the global row
       const Tensor& logits = r.model->forward(input, ctx);
       Tensor dlogits = r.dlogits.narrow(0, len);
       int64_t correct = 0;

@@ -41,7 +41,7 @@ void checkDevice(const std::string& device) {
 struct Trainer::Impl {
   JobConfig job;
   TrainerOptions opt;
-  std::unique_ptr<Strategy> strategy;
+  std::shared_ptr<Strategy> strategy;
   std::unique_ptr<Dataset> train_data, test_data;
   std::unique_ptr<ReplicaSet> replicas;
   std::unique_ptr<Optimizer> optimizer;
@@ -56,15 +56,24 @@ struct Trainer::Impl {
   std::string last_checkpoint;
   EvalResult last_eval;
 
+  bool chief() const { return strategy->isChief(); }
+  // Rank 0 speaks for the run; the others stay quiet unless something fails.
+  bool quiet() const { return opt.quiet || !chief(); }
+
+  // A stop (SIGINT/SIGTERM) seen by any rank, agreed on by all at the end of
+  // a step so every rank stops after the same one.
+  int stop_signal = 0;
+  int stopping() const { return strategy->worldSize() == 1 ? stopRequested() : stop_signal; }
+
   void say(const std::string& line) {
-    if (opt.quiet) return;
+    if (quiet()) return;
     progress->line(line);
   }
 
   void setUp(const LoadedCheckpoint* resume) {
     checkDevice(job.job.device);
     job.job.threads = resolveThreads(job.job.threads);
-    strategy = makeStrategy(job.strategy);
+    strategy = opt.strategy ? opt.strategy : std::shared_ptr<Strategy>(makeStrategy(job.strategy));
     train_data = openDataset(job.data, Split::Train, job.job.seed);
     test_data = openDataset(job.data, Split::Test, job.job.seed);
     replicas = std::make_unique<ReplicaSet>(job.model, train_data->sampleShape(), train_data->classes(),
@@ -76,11 +85,11 @@ struct Trainer::Impl {
     } else {
       replicas->store().initialize(job.job.seed);
     }
-    strategy->broadcastParameters(replicas->store().params().data(), replicas->store().size());
+    shareChiefState();
 
-    sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle, strategy->rank(),
-                                        strategy->worldSize());
-    loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, job.data.prefetch);
+    sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
+    loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, job.data.prefetch,
+                                           Shard{strategy->rank(), strategy->worldSize()});
     steps_per_epoch = loader->batchesPerEpoch();
     if (job.train.steps > 0) {
       total_steps = job.train.steps;
@@ -90,12 +99,31 @@ struct Trainer::Impl {
       total_steps = epochs * steps_per_epoch;
     }
     std::filesystem::create_directories(job.job.run_dir);
-    metrics = std::make_unique<MetricsLog>(job.job.run_dir, resume ? state.step : -1);
+    if (chief()) metrics = std::make_unique<MetricsLog>(job.job.run_dir, resume ? state.step : -1);
     progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
+  }
+
+  // Every rank starts from the chief's weights, optimizer state and position
+  // (on a resume only the chief has read the checkpoint).
+  void shareChiefState() {
+    strategy->broadcastParameters(replicas->store().params().data(), replicas->store().size());
+    if (strategy->worldSize() == 1) return;
+    for (auto& [name, buffer] : optimizer->stateBuffers())
+      if (buffer->numel() > 0) strategy->broadcastParameters(buffer->data(), buffer->numel());
+    int64_t where[4] = {state.step, state.epoch, state.position, last_checkpoint_step};
+    strategy->broadcastFromChief(where, sizeof where);
+    state.step = where[0];
+    state.epoch = where[1];
+    state.position = where[2];
+    last_checkpoint_step = where[3];
   }
 
   void checkpoint(const char* why) {
     if (state.step == last_checkpoint_step) return;
+    if (!chief()) {  // the chief writes; the others only keep count
+      last_checkpoint_step = state.step;
+      return;
+    }
     last_checkpoint = saveCheckpoint(job, state, replicas->store(), *optimizer);
     last_checkpoint_step = state.step;
     say("checkpoint " + std::filesystem::path(last_checkpoint).filename().string() + " (" + why + ")");
@@ -103,7 +131,7 @@ struct Trainer::Impl {
 
   void evaluate() {
     if (state.step == last_eval_step) return;
-    last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data.prefetch);
+    last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data.prefetch, *strategy);
     last_eval_step = state.step;
     if (last_eval.accuracy > state.best_test_accuracy) state.best_test_accuracy = last_eval.accuracy;
     MetricsRecord r;
@@ -114,7 +142,7 @@ struct Trainer::Impl {
     r.accuracy = last_eval.accuracy;
     r.samples = last_eval.samples;
     r.images_per_s = last_eval.seconds > 0 ? last_eval.samples / last_eval.seconds : 0;
-    metrics->write(r);
+    if (metrics) metrics->write(r);
     char buf[256];
     std::snprintf(buf, sizeof buf, "eval  step %lld  test loss %.4f  accuracy %.4f  (%lld samples, %.1f s)",
                   static_cast<long long>(state.step), last_eval.loss, last_eval.accuracy,
@@ -125,7 +153,7 @@ struct Trainer::Impl {
   // One optimizer update from the batch; returns its figures.
   BatchFigures step(const Batch& batch, double lr) {
     uint64_t step_seed = splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
-    BatchFigures f = replicas->trainStep(batch, step_seed, 1.0f / static_cast<float>(batch.size));
+    BatchFigures f = replicas->trainStep(batch, step_seed, 1.0f / static_cast<float>(batch.global_size));
     ParamStore& store = replicas->store();
     float* params = store.params().data();
     float* grads = replicas->grads().data();
@@ -192,10 +220,10 @@ struct Trainer::Impl {
     }
     installStopHandlers();
     Batch batch;
-    while (state.step < total_steps && !stopRequested()) {
+    while (state.step < total_steps && !stopping()) {
       loader->start(state.epoch, state.position);
       int64_t first = state.position == 0 ? 0 : state.position / job.train.batch_size;
-      if (!opt.quiet)
+      if (!quiet())
         progress->beginEpoch(state.epoch, epochs,
                              std::min(steps_per_epoch, total_steps - state.epoch * steps_per_epoch), first);
       double sum_loss = 0, sum_correct = 0, seen = 0;
@@ -204,8 +232,10 @@ struct Trainer::Impl {
       while (state.step < total_steps && loader->next(batch)) {
         double lr = schedule.at(state.step);
         BatchFigures f = step(batch, lr);
-        double figs[3] = {f.loss_sum, static_cast<double>(f.correct), static_cast<double>(f.samples)};
-        strategy->reduceFigures(figs, 3);
+        double figs[4] = {f.loss_sum, static_cast<double>(f.correct), static_cast<double>(f.samples),
+                          static_cast<double>(stopRequested())};
+        strategy->reduceFigures(figs, 4);
+        if (figs[3] > 0 && !stop_signal) stop_signal = stopRequested() ? stopRequested() : SIGTERM;
         ++state.step;
         ++step_in_epoch;
         trained_epoch = state.epoch;
@@ -226,9 +256,9 @@ struct Trainer::Impl {
         r.images_per_s = dt > 0 ? figs[2] / dt : 0;
         r.lr = lr;
         r.samples = static_cast<int64_t>(figs[2]);
-        metrics->write(r);
+        if (metrics) metrics->write(r);
         if (state.step == opt.fault_kill_at_step) std::raise(SIGKILL);
-        if (!opt.quiet)
+        if (!quiet())
           progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, static_cast<int64_t>(seen));
 
         bool epoch_done = state.position >= static_cast<int64_t>(sampler->size());
@@ -238,7 +268,7 @@ struct Trainer::Impl {
         }
         bool last_step = state.step == total_steps;
         if (epoch_done || last_step) {
-          if (!opt.quiet) progress->endEpoch();
+          if (!quiet()) progress->endEpoch();
         }
         if ((job.train.eval_every_steps > 0 && state.step % job.train.eval_every_steps == 0) ||
             (epoch_done && job.train.eval_every_epoch) || last_step)
@@ -248,14 +278,14 @@ struct Trainer::Impl {
           checkpoint(last_step ? "end" : epoch_done ? "epoch end" : "periodic");
         // The next step's images/s should not include this evaluation or checkpoint.
         last = std::chrono::steady_clock::now();
-        if (epoch_done || stopRequested()) break;
+        if (epoch_done || stopping()) break;
       }
     }
     out.step = state.step;
-    if (stopRequested() && state.step < total_steps) {
-      if (!opt.quiet) progress->endEpoch();
+    if (stopping() && state.step < total_steps) {
+      if (!quiet()) progress->endEpoch();
       out.interrupted = true;
-      out.stop_signal = stopRequested();
+      out.stop_signal = stopping();
       checkpoint("interrupted");
     }
     out.checkpoint = last_checkpoint;

@@ -11,6 +11,7 @@
 
 #include "core/config/job_config.h"
 #include "core/train/train_state.h"
+#include "strategies/strategy.h"
 
 namespace dtrain {
 
@@ -32,6 +33,10 @@ struct TrainerOptions {
   // Fault injection for tests: the process SIGKILLs itself right after this
   // step's update (before any checkpoint of that step). 0 = never.
   int64_t fault_kill_at_step = 0;
+  // How gradients and figures combine across ranks; null = the job's
+  // strategy made by makeStrategy (one process). Only the chief (rank 0)
+  // prints, writes metrics and checkpoints.
+  std::shared_ptr<Strategy> strategy;
 };
 
 class Trainer {
@@ -41,7 +46,9 @@ class Trainer {
   Trainer(JobConfig job, TrainerOptions options);
   ~Trainer();
   // From scratch when `resume` is null, else from that checkpoint (whose job
-  // should be the one this trainer was made with).
+  // should be the one this trainer was made with). With several ranks only
+  // the chief needs `resume`: it broadcasts the weights, optimizer state and
+  // position to the others.
   TrainOutcome run(const ResumePoint* resume);
 
  private:

@@ -212,25 +212,71 @@ TEST_CASE("loader: start() again mid-epoch cancels and restarts cleanly") {
   }
 }
 
-TEST_CASE("loader: ranks split an epoch with no overlap") {
+// Each rank's batch k is its contiguous slice of global batch k, so the
+// ranks together see exactly what one rank sees, whatever the world size.
+TEST_CASE("loader: ranks take slices of every global batch") {
   IndexDataset ds(23);
-  std::vector<int64_t> ids;
-  int64_t batches = 0;
-  for (int r = 0; r < 3; ++r) {
-    Sampler s(23, 4, true, r, 3);
-    BatchLoader loader(ds, s, 3, 2);
-    loader.start(1);
-    auto got = drain(loader);
-    CHECK(static_cast<int64_t>(got.size()) == loader.batchesPerEpoch());
-    batches += loader.batchesPerEpoch();
-    for (const auto& b : got)
-      for (size_t i = 0; i < b.labels.size(); ++i)
-        ids.push_back(static_cast<int64_t>(b.pixels[i * 6] * 1024.0f + 0.5f) - 1);
+  Sampler sampler(23, 4, true);
+  auto idsOf = [](const Copied& b) {
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < b.labels.size(); ++i) ids.push_back(static_cast<int64_t>(b.pixels[i * 6] * 1024.0f + 0.5f) - 1);
+    return ids;
+  };
+  BatchLoader whole(ds, sampler, 8, 2);
+  whole.start(1);
+  const auto global = drain(whole);
+  REQUIRE(global.size() == 3);  // 8 + 8 + 7
+  for (int world : {2, 3, 5, 8, 9}) {
+    CAPTURE(world);
+    std::vector<std::vector<Copied>> per_rank;
+    for (int r = 0; r < world; ++r) {
+      BatchLoader loader(ds, sampler, 8, r % 2 ? 0 : 2, Shard{r, world});
+      CHECK(loader.batchesPerEpoch() == 3);
+      loader.start(1);
+      per_rank.push_back(drain(loader));
+      CHECK(loader.position() == 23);  // global samples, whatever the rank
+    }
+    for (size_t k = 0; k < global.size(); ++k) {
+      std::vector<int64_t> joined;
+      for (int r = 0; r < world; ++r) {
+        REQUIRE(per_rank[static_cast<size_t>(r)].size() == global.size());
+        auto part = idsOf(per_rank[static_cast<size_t>(r)][k]);
+        // WorkerPool::split sizes: n*r/world .. n*(r+1)/world.
+        const int64_t n = static_cast<int64_t>(global[k].labels.size());
+        CHECK(static_cast<int64_t>(part.size()) == n * (r + 1) / world - n * r / world);
+        joined.insert(joined.end(), part.begin(), part.end());
+      }
+      CHECK(joined == idsOf(global[k]));
+    }
   }
-  std::sort(ids.begin(), ids.end());
-  CHECK(ids.size() == 23);
-  CHECK(std::unique(ids.begin(), ids.end()) == ids.end());
-  CHECK(batches == 3 + 3 + 3);  // shares 8, 8, 7 at batch 3
+}
+
+TEST_CASE("loader: a resumed rank continues from a global position") {
+  IndexDataset ds(23);
+  Sampler sampler(23, 4, true);
+  BatchLoader one(ds, sampler, 8, 2);
+  one.start(0, 8);
+  const auto rest = drain(one);
+  // Two ranks resuming at the same position see the same batches between them.
+  BatchLoader r0(ds, sampler, 8, 2, Shard{0, 2}), r1(ds, sampler, 8, 2, Shard{1, 2});
+  r0.start(0, 8);
+  r1.start(0, 8);
+  auto a = drain(r0), b = drain(r1);
+  REQUIRE(a.size() == rest.size());
+  REQUIRE(b.size() == rest.size());
+  for (size_t k = 0; k < rest.size(); ++k) {
+    std::vector<float> joined = a[k].pixels;
+    joined.insert(joined.end(), b[k].pixels.begin(), b[k].pixels.end());
+    CHECK(joined == rest[k].pixels);
+  }
+}
+
+TEST_CASE("loader: a shard outside the world is an Error") {
+  IndexDataset ds(10);
+  Sampler sampler(10, 1, true);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, 2, Shard{2, 2}), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, 2, Shard{-1, 2}), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, 2, Shard{0, 0}), Error);
 }
 
 TEST_CASE("loader: buffers are reused, not allocated per batch") {

@@ -64,54 +64,8 @@ TEST_CASE("sampler: no shuffle is the identity order") {
   Sampler s(7, 42, false);
   CHECK(s.epochOrder(0) == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6});
   CHECK(s.epochOrder(5) == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6});
-  Sampler r1(7, 42, false, 1, 3);
-  CHECK(r1.epochOrder(0) == std::vector<int64_t>{1, 4});
-}
-
-TEST_CASE("sampler: ranks are disjoint, cover the dataset and interleave by sample") {
-  for (int64_t n : {0, 1, 5, 10, 101, 1000}) {
-    for (int world : {1, 2, 3, 4, 7}) {
-      CAPTURE(n);
-      CAPTURE(world);
-      const auto global = Sampler(n, 9, true).epochOrder(2);
-      std::vector<std::vector<int64_t>> ranks;
-      std::vector<int64_t> all;
-      int64_t min_share = n, max_share = 0;
-      for (int r = 0; r < world; ++r) {
-        Sampler s(n, 9, true, r, world);
-        ranks.push_back(s.epochOrder(2));
-        CHECK(static_cast<int64_t>(ranks.back().size()) == s.size());
-        min_share = std::min(min_share, s.size());
-        max_share = std::max(max_share, s.size());
-        all.insert(all.end(), ranks.back().begin(), ranks.back().end());
-      }
-      CHECK(isPermutation(all, n));  // disjoint and covering
-      CHECK(max_share - min_share <= 1);
-      // Rank r's j-th sample is global position j*world + r.
-      for (int r = 0; r < world; ++r)
-        for (size_t j = 0; j < ranks[static_cast<size_t>(r)].size(); ++j)
-          CHECK(ranks[static_cast<size_t>(r)][j] ==
-                global[j * static_cast<size_t>(world) + static_cast<size_t>(r)]);
-      // So with per-rank batch b, global batch k is the union of every rank's batch k.
-      const size_t b = 3;
-      for (size_t k = 0; k * b * static_cast<size_t>(world) < static_cast<size_t>(n); ++k) {
-        std::multiset<int64_t> from_ranks, from_global;
-        for (int r = 0; r < world; ++r) {
-          const auto& o = ranks[static_cast<size_t>(r)];
-          for (size_t j = k * b; j < std::min(o.size(), (k + 1) * b); ++j) from_ranks.insert(o[j]);
-        }
-        for (size_t p = k * b * static_cast<size_t>(world);
-             p < std::min(global.size(), (k + 1) * b * static_cast<size_t>(world)); ++p)
-          from_global.insert(global[p]);
-        CHECK(from_ranks == from_global);
-      }
-    }
-  }
 }
 
 TEST_CASE("sampler: invalid arguments are Errors") {
   CHECK_THROWS_AS(Sampler(-1, 1, true), Error);
-  CHECK_THROWS_AS(Sampler(10, 1, true, 2, 2), Error);
-  CHECK_THROWS_AS(Sampler(10, 1, true, -1, 2), Error);
-  CHECK_THROWS_AS(Sampler(10, 1, true, 0, 0), Error);
 }

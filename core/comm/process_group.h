@@ -1,0 +1,39 @@
+// The collectives the strategies use, over the ranks of one run. Gloo (CPU
+// buffers, TCP) and a single-process group implement it today; NCCL (one GPU
+// per rank) will implement the same interface.
+//
+// Every call is collective: all ranks make the same calls in the same order
+// with the same counts. Every call has a deadline (the group's timeout); a
+// peer that does not take part in time, or whose connection breaks, makes
+// the call throw CommError naming the peer where it is known.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtrain {
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // "gloo (ring)", "single process": for logs.
+  virtual std::string describe() const = 0;
+
+  // In place: data becomes the element-wise sum over all ranks.
+  virtual void allReduceSum(float* data, int64_t n) = 0;
+  virtual void allReduceSum(double* data, int64_t n) = 0;
+  // In place: every rank gets root's data.
+  virtual void broadcast(float* data, int64_t n, int root) = 0;
+  virtual void broadcastBytes(uint8_t* data, int64_t n, int root) = 0;
+  // out[r * n .. (r + 1) * n) = rank r's in[0 .. n), on every rank.
+  virtual void allGather(const float* in, int64_t n, float* out) = 0;
+  // Sums data (the same length, sum(counts), on every rank) over the ranks;
+  // rank r's segment [offset_r, offset_r + counts[r]) of data then holds the
+  // sum of that segment. Other segments of data are left unspecified.
+  virtual void reduceScatterSum(float* data, const std::vector<int64_t>& counts) = 0;
+  virtual void barrier() = 0;
+};
+
+}  // namespace dtrain
