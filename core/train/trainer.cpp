@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/io/crc32.h"
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/lr_schedule.h"
@@ -103,9 +104,26 @@ struct Trainer::Impl {
     progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
   }
 
+  // Ranks built from different job files or program versions would exchange
+  // gradients of different tensors: compare the parameter tables first.
+  void checkSameLayout() {
+    std::string table;
+    for (const ParamEntry& e : replicas->store().entries()) table += e.name + e.shape.str() + ";";
+    char mine[64];
+    std::snprintf(mine, sizeof mine, "%08x (%lld parameters)", crc32Update(0, table.data(), table.size()),
+                  static_cast<long long>(replicas->store().count()));
+    char chiefs[64];
+    std::snprintf(chiefs, sizeof chiefs, "%s", mine);
+    strategy->broadcastFromChief(chiefs, sizeof chiefs);
+    if (std::string(chiefs) != mine)
+      throw CommError("parameter layouts differ: rank " + std::to_string(strategy->rank()) + " has " + mine +
+                      ", rank 0 has " + chiefs + "; start every worker from the same job file and dtrain build");
+  }
+
   // Every rank starts from the chief's weights, optimizer state and position
   // (on a resume only the chief has read the checkpoint).
   void shareChiefState() {
+    if (strategy->worldSize() > 1) checkSameLayout();
     strategy->broadcastParameters(replicas->store().params().data(), replicas->store().size());
     if (strategy->worldSize() == 1) return;
     for (auto& [name, buffer] : optimizer->stateBuffers())

@@ -1,0 +1,25 @@
+// How a host's dtrain tells each worker process where the run meets: a few
+// environment variables (the token too, so it never shows in `ps`).
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dtrain {
+
+struct WorkerAssignment {
+  std::string coordinator;  // "tcp://host:port"
+  std::string token;
+  std::string job_id;
+  int node = 0;
+  int slot = 0;
+  std::string address;      // this host's address: where its workers' collectives listen
+};
+
+std::vector<std::pair<std::string, std::string>> workerEnvironment(const WorkerAssignment& a);
+// The assignment this process was started with, or nullopt when it was not
+// started as a worker. Throws ConfigError for a malformed variable.
+std::optional<WorkerAssignment> workerAssignmentFromEnv();
+
+}  // namespace dtrain
