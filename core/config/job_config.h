@@ -13,10 +13,10 @@
 namespace dtrain {
 
 struct JobSection {
-  std::string name;          // default: the job file's stem
-  std::string run_dir;       // default: "runs/<name>"
+  std::string name;     // default: the job file's stem
+  std::string run_dir;  // default: "runs/<name>"
   uint64_t seed = 42;
-  int threads = 0;           // compute threads; 0 = one per core
+  int threads = 0;             // compute threads; 0 = one per core
   std::string device = "cpu";  // "auto" | "cpu" | "cuda" (cuda: later issue)
 };
 
@@ -30,11 +30,11 @@ struct LayerSpec {
 };
 
 struct ModelSection {
-  std::string preset;               // "mlp" | "cnn" | "" when `layers` is given
+  std::string preset;                        // "mlp" | "cnn" | "" when `layers` is given
   std::vector<int64_t> hidden = {512, 256};  // mlp: widths of the hidden dense layers
-  double dropout = 0.0;             // mlp: dropout after each hidden relu (0 = none)
-  std::string init = "he";          // "he" | "glorot": weight initialisation
-  std::vector<LayerSpec> layers;    // explicit layer list (instead of a preset)
+  double dropout = 0.0;                      // mlp: dropout after each hidden relu (0 = none)
+  std::string init = "he";                   // "he" | "glorot": weight initialisation
+  std::vector<LayerSpec> layers;             // explicit layer list (instead of a preset)
 };
 
 struct DataSection {
@@ -46,31 +46,31 @@ struct DataSection {
   int64_t test_samples = 1000;
   std::vector<int64_t> shape = {1, 28, 28};  // synthetic sample shape [C,H,W]
   int64_t classes = 10;
-  bool shuffle = true;      // seeded shuffle each epoch
-  int prefetch = 2;         // batches prepared ahead on the loader thread
+  bool shuffle = true;  // seeded shuffle each epoch
+  int prefetch = 2;     // batches prepared ahead on the loader thread
 };
 
 struct TrainSection {
-  int64_t epochs = 10;      // train for this many epochs ...
-  int64_t steps = 0;        // ... or this many steps, when > 0 (then epochs is ignored)
+  int64_t epochs = 10;  // train for this many epochs ...
+  int64_t steps = 0;    // ... or this many steps, when > 0 (then epochs is ignored)
   int64_t batch_size = 128;
   int64_t eval_batch_size = 1000;
-  int64_t eval_every_steps = 0;     // 0 = off
+  int64_t eval_every_steps = 0;  // 0 = off
   bool eval_every_epoch = true;
   int64_t checkpoint_every_steps = 0;  // 0 = off
   bool checkpoint_every_epoch = true;
-  int64_t keep_last = 3;            // checkpoints kept on disk
-  double log_every_seconds = 5.0;   // plain progress lines when not on a terminal
-  double grad_clip_norm = 0.0;      // 0 = no clipping
+  int64_t keep_last = 3;           // checkpoints kept on disk
+  double log_every_seconds = 5.0;  // plain progress lines when not on a terminal
+  double grad_clip_norm = 0.0;     // 0 = no clipping
 };
 
 struct OptimizerSection {
   std::string type = "sgd";  // "sgd" | "adam" | "adamw"
   double lr = 0.05;
-  double momentum = 0.9;     // sgd
-  bool nesterov = false;     // sgd
-  double weight_decay = 0.0; // sgd/adam: L2 added to the gradient; adamw: decoupled
-  double beta1 = 0.9;        // adam/adamw
+  double momentum = 0.9;      // sgd
+  bool nesterov = false;      // sgd
+  double weight_decay = 0.0;  // sgd/adam: L2 added to the gradient; adamw: decoupled
+  double beta1 = 0.9;         // adam/adamw
   double beta2 = 0.999;
   double eps = 1e-8;
 };
@@ -80,11 +80,39 @@ struct ScheduleSection {
   int64_t warmup_steps = 0;       // linear warm-up from 0 in front of any schedule
   int64_t step_every = 1000;      // step: multiply by gamma every this many steps
   double gamma = 0.1;
-  double min_lr = 0.0;            // cosine: floor reached at the last step
+  double min_lr = 0.0;  // cosine: floor reached at the last step
 };
 
 struct StrategySection {
-  std::string type = "one_device";  // only one_device in this build
+  // "one_device": one process. "mirrored": one host, `workers` processes.
+  // "multi_worker_mirrored": the hosts of [cluster], each with its slots.
+  std::string type = "one_device";
+  int workers = 2;                  // mirrored: worker processes on this host (CPU slots or GPUs)
+  std::string collective = "auto";  // "auto" | "ring" | "halving_doubling" | "bcube"
+  double bucket_mb = 4.0;           // gradients are all-reduced in buckets of this size,
+                                    // overlapped with the rest of backward
+};
+
+// One host of a multi-host run: [[cluster.hosts]] or hosts = [{ address = ..., slots = ... }].
+struct ClusterHost {
+  std::string address;  // how the other hosts reach it (IP or name, no port); also where its workers listen
+  int slots = 1;        // worker processes on it (one per GPU, or CPU slots)
+  SourcePos pos;        // the entry's table; its keys are in JobConfig::positions as "cluster.hosts[i].slots"
+};
+
+// [cluster]: who takes part and how they meet. Absent = a single-host run.
+struct ClusterSection {
+  bool present = false;     // the job has a [cluster] table (or a --set cluster.* override)
+  std::string coordinator;  // "host:port" of the rendezvous (served by node 0's dtrain)
+  // The shared secret every worker must present: exactly one of token and token_file.
+  // The resolved job (jobToToml) writes token as "<hidden>", never in clear; see cluster_token.h.
+  std::string token;
+  std::string token_file;          // a file holding it on its first line (relative paths: to the working dir)
+  std::vector<ClusterHost> hosts;  // node i = hosts[i]; ranks are numbered host by host
+  double join_timeout_s = 300;     // how long the coordinator waits for every worker to join
+  double heartbeat_interval_s = 1;
+  double heartbeat_timeout_s = 10;    // a peer silent this long is declared lost
+  double collective_timeout_s = 300;  // deadline of one collective call
 };
 
 struct JobConfig {
@@ -96,6 +124,7 @@ struct JobConfig {
   OptimizerSection optimizer;
   ScheduleSection schedule;
   StrategySection strategy;
+  ClusterSection cluster;
   // Where each set key came from ("optimizer.lr" -> job.toml:12:5), for validator messages.
   std::map<std::string, SourcePos> positions;
 

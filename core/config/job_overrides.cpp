@@ -1,8 +1,12 @@
 #include "core/config/job_overrides.h"
 
+#include <algorithm>
+
 #include "core/config/assign_field.h"
+#include "core/config/cluster_token.h"
 #include "core/config/fail_at.h"
 #include "core/config/job_schema.h"
+#include "core/config/parse_cluster_hosts.h"
 
 namespace dtrain {
 namespace {
@@ -34,17 +38,24 @@ toml::table parseValue(const std::string& value) {
 std::string sectionHint(const std::string& key) {
   std::string found;
   for (const std::string& section : jobSections()) {
-    if (!findField(section, key)) continue;
+    std::vector<std::string> keys = sectionKeys(section);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) continue;
     if (!found.empty()) return "";
     found = section + "." + key;
   }
   return found.empty() ? "" : " (did you mean " + found + "?)";
 }
 
+// A --set of any cluster key gives the job a [cluster], as writing the key in the file would.
+void markClusterPresent(JobConfig& job, const SourcePos& pos) {
+  job.cluster.present = true;
+  job.positions.emplace("cluster", pos);
+}
+
 }  // namespace
 
 void applyOverride(JobConfig& job, const std::string& override_text) {
-  const SourcePos pos{"--set " + override_text};
+  SourcePos pos{"--set " + override_text};
   size_t eq = override_text.find('=');
   if (eq == std::string::npos) failAt(pos, std::string("no '=' in the override; ") + kExpected);
   const std::string key = trim(override_text.substr(0, eq));
@@ -61,10 +72,26 @@ void applyOverride(JobConfig& job, const std::string& override_text) {
   if (section == "model" && name == "layers")
     failAt(pos, "[model] layers cannot be set with --set; write the [[model.layers]] tables in the job file");
 
+  // The secret stays off the screen in any message that names this override.
+  if (section == "cluster" && name == "token")
+    pos.origin = "--set cluster.token=" + std::string(kHiddenToken);
+  if (section == "cluster" && name == "hosts") {
+    toml::table parsed = parseValue(value);
+    const toml::node& node = *parsed.get("v");
+    // The short form 10.0.0.1:2,10.0.0.2:2 arrives as a string; TOML tables as an array.
+    if (auto* list = node.as_string())
+      readClusterHosts(job, hostListToArray(list->get()), ValueOrigin{"", pos});
+    else
+      readClusterHosts(job, node, ValueOrigin{"", pos});
+    markClusterPresent(job, pos);
+    return;
+  }
+
   const JobField* field = findField(section, name);
   if (!field) failAt(pos, unknownKeyMessage(section, name));
   toml::table parsed = parseValue(value);
   assignField(job, *field, *parsed.get("v"), ValueOrigin{"", pos});
+  if (section == "cluster") markClusterPresent(job, pos);
 }
 
 }  // namespace dtrain

@@ -64,6 +64,17 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(schedule, min_lr),
 
       DTRAIN_JOB_FIELD(strategy, type),
+      DTRAIN_JOB_FIELD(strategy, workers),
+      DTRAIN_JOB_FIELD(strategy, collective),
+      DTRAIN_JOB_FIELD(strategy, bucket_mb),
+
+      DTRAIN_JOB_FIELD(cluster, coordinator),
+      DTRAIN_JOB_FIELD(cluster, token),
+      DTRAIN_JOB_FIELD(cluster, token_file),
+      DTRAIN_JOB_FIELD(cluster, join_timeout_s),
+      DTRAIN_JOB_FIELD(cluster, heartbeat_interval_s),
+      DTRAIN_JOB_FIELD(cluster, heartbeat_timeout_s),
+      DTRAIN_JOB_FIELD(cluster, collective_timeout_s),
   };
   return fields;
 }
@@ -71,8 +82,8 @@ const std::vector<JobField>& jobFields() {
 #undef DTRAIN_JOB_FIELD
 
 const std::vector<std::string>& jobSections() {
-  static const std::vector<std::string> sections = {"job",       "model",    "data",    "train",
-                                                    "optimizer", "schedule", "strategy"};
+  static const std::vector<std::string> sections = {"job",       "model",    "data",     "train",
+                                                    "optimizer", "schedule", "strategy", "cluster"};
   return sections;
 }
 
@@ -81,6 +92,7 @@ std::vector<std::string> sectionKeys(const std::string& section) {
   for (const JobField& f : jobFields())
     if (section == f.section) keys.push_back(f.key);
   if (section == "model") keys.push_back("layers");
+  if (section == "cluster") keys.push_back("hosts");
   return keys;
 }
 

@@ -24,12 +24,12 @@ struct JobField {
   std::string dotted() const { return std::string(section) + "." + key; }
 };
 
-// Every plain field. model.layers is not among them: it is an array of tables
-// with its own reader and writer.
+// Every plain field. model.layers and cluster.hosts are not among them: they
+// are arrays of tables with their own readers and writers.
 const std::vector<JobField>& jobFields();
 // The section names, in order: job, model, data, ...
 const std::vector<std::string>& jobSections();
-// The keys a section accepts (model's include "layers"), for "did you mean".
+// The keys a section accepts (model's include "layers", cluster's "hosts"), for "did you mean".
 std::vector<std::string> sectionKeys(const std::string& section);
 // The field for section.key, or nullptr.
 const JobField* findField(const std::string& section, const std::string& key);

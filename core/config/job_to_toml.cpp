@@ -1,5 +1,6 @@
 #include "core/config/job_to_toml.h"
 
+#include "core/config/cluster_token.h"
 #include "core/config/job_schema.h"
 #include "core/config/value_text.h"
 
@@ -69,29 +70,75 @@ toml::table layerTable(const LayerSpec& layer) {
   return t;
 }
 
+void writeHosts(std::string& out, const std::vector<ClusterHost>& hosts) {
+  for (const ClusterHost& host : hosts) {
+    out += "\n[[cluster.hosts]]\n";
+    out += "address = " + quoteString(host.address) + "\n";
+    out += "slots = " + std::to_string(host.slots) + "\n";
+  }
+}
+
+toml::table hostTable(const ClusterHost& host) {
+  toml::table t;
+  t.insert("address", host.address);
+  t.insert("slots", static_cast<int64_t>(host.slots));
+  return t;
+}
+
+// What the resolved job shows: the job with its inline token replaced, so the
+// secret reaches neither checkpoints nor `dtrain check` output.
+JobConfig shownJob(const JobConfig& job) {
+  JobConfig shown = job;
+  if (!shown.cluster.token.empty()) shown.cluster.token = kHiddenToken;
+  return shown;
+}
+
+// [cluster] only when the job has one (a one-device job has none), and of
+// token / token_file only the one in use, so the text reads back to the same job.
+bool sectionWritten(const JobConfig& job, const std::string& section) {
+  return section != "cluster" || job.cluster.present;
+}
+bool fieldWritten(const JobConfig& job, const JobField& f) {
+  if (std::string(f.section) != "cluster") return true;
+  if (std::string(f.key) == "token") return !job.cluster.token.empty();
+  if (std::string(f.key) == "token_file") return !job.cluster.token_file.empty();
+  return true;
+}
+
 }  // namespace
 
-std::string jobToToml(const JobConfig& job) {
+std::string jobToToml(const JobConfig& resolved) {
+  const JobConfig job = shownJob(resolved);
   std::string out;
   for (const std::string& section : jobSections()) {
+    if (!sectionWritten(job, section)) continue;
     out += (out.empty() ? "[" : "\n[") + section + "]\n";
     for (const JobField& f : jobFields())
-      if (section == f.section) out += std::string(f.key) + " = " + std::visit(TextOf{}, f.cref(job)) + "\n";
+      if (section == f.section && fieldWritten(job, f))
+        out += std::string(f.key) + " = " + std::visit(TextOf{}, f.cref(job)) + "\n";
     if (section == "model") writeLayers(out, job.model.layers);
+    if (section == "cluster") writeHosts(out, job.cluster.hosts);
   }
   return out;
 }
 
-toml::table jobToTable(const JobConfig& job) {
+toml::table jobToTable(const JobConfig& resolved) {
+  const JobConfig job = shownJob(resolved);
   toml::table root;
   for (const std::string& section : jobSections()) {
+    if (!sectionWritten(job, section)) continue;
     toml::table t;
     for (const JobField& f : jobFields())
-      if (section == f.section) std::visit(Insert{t, f.key}, f.cref(job));
+      if (section == f.section && fieldWritten(job, f)) std::visit(Insert{t, f.key}, f.cref(job));
     if (section == "model") {
       toml::array layers;
       for (const LayerSpec& layer : job.model.layers) layers.push_back(layerTable(layer));
       t.insert("layers", std::move(layers));
+    }
+    if (section == "cluster") {
+      toml::array hosts;
+      for (const ClusterHost& host : job.cluster.hosts) hosts.push_back(hostTable(host));
+      t.insert("hosts", std::move(hosts));
     }
     root.insert(section, std::move(t));
   }

@@ -12,6 +12,7 @@
 #include "core/config/fail_at.h"
 #include "core/config/job_overrides.h"
 #include "core/config/job_schema.h"
+#include "core/config/parse_cluster_hosts.h"
 #include "core/config/parse_layers.h"
 #include "core/config/table_entries.h"
 #include "core/config/value_text.h"
@@ -25,6 +26,10 @@ void readSection(JobConfig& job, const std::string& section, const toml::table& 
     if (section == "model" && e.key == "layers") {
       job.model.layers = parseLayers(*e.node, where);
       job.positions["model.layers"] = where.at(*e.node);
+      continue;
+    }
+    if (section == "cluster" && e.key == "hosts") {
+      readClusterHosts(job, *e.node, where);
       continue;
     }
     const JobField* field = findField(section, e.key);
@@ -60,6 +65,7 @@ void readRoot(JobConfig& job, const toml::table& root, const ValueOrigin& where)
     if (!table)
       failAt(where.at(*e.node), "[" + e.key + "] must be a table (got " + describeNode(*e.node) + ")");
     job.positions[e.key] = where.at(*table);
+    if (e.key == "cluster") job.cluster.present = true;
     readSection(job, e.key, *table, where);
   }
 }

@@ -1,10 +1,12 @@
 #include "core/config/validate_job.h"
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
 
 #include "core/config/fail_at.h"
+#include "core/config/host_port.h"
 #include "core/config/suggest.h"
 #include "core/config/value_text.h"
 
@@ -63,6 +65,27 @@ class Checker {
   [[noreturn]] void failSection(const std::string& section, const std::string& msg) const {
     failAt(job_.posOf(section), "[" + section + "] " + msg);
   }
+
+  // "<pos>: [section] key <msg>" at the key when it was written, else at `fallback`
+  // (a section header or another key): a defaulted key has no line of its own.
+  [[noreturn]] void failOr(const std::string& dotted, const std::string& fallback,
+                           const std::string& msg) const {
+    size_t dot = dotted.find('.');
+    failAt(given(dotted) ? job_.posOf(dotted) : job_.posOf(fallback),
+           "[" + dotted.substr(0, dot) + "] " + dotted.substr(dot + 1) + " " + msg);
+  }
+
+  // "<pos>: [cluster] hosts[i].key <msg>", at the key, else at the host's entry.
+  [[noreturn]] void failHost(size_t i, const std::string& key, const std::string& msg) const {
+    const std::string entry = "hosts[" + std::to_string(i) + "]";
+    const ClusterHost& host = job_.cluster.hosts[i];
+    const std::string dotted = "cluster." + entry + "." + key;
+    SourcePos pos = given(dotted) || host.pos.origin.empty() ? job_.posOf(dotted) : host.pos;
+    failAt(pos, "[cluster] " + entry + "." + key + " " + msg);
+  }
+
+  // Whether the key was written (in the file or a --set), rather than defaulted.
+  bool given(const std::string& dotted) const { return job_.positions.count(dotted) != 0; }
 
   static std::string got(int64_t v) { return " (got " + std::to_string(v) + ")"; }
   static std::string got(double v) { return " (got " + formatFloat(v) + ")"; }
@@ -172,15 +195,110 @@ void checkSchedule(const Checker& c, const ScheduleSection& s, double lr) {
            "must be < optimizer.lr (got " + formatFloat(s.min_lr) + ", lr " + formatFloat(lr) + ")");
 }
 
-void checkStrategy(const Checker& c, const StrategySection& s) {
-  static const std::vector<std::string> planned = {"mirrored", "multi_worker_mirrored", "central_storage",
-                                                   "parameter_server"};
+void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster) {
+  static const std::vector<std::string> available = {"one_device", "mirrored", "multi_worker_mirrored"};
+  static const std::vector<std::string> planned = {"central_storage", "parameter_server"};
   for (const std::string& p : planned)
     if (s.type == p)
-      c.fail("strategy.type", "'" + p + "' is not available in this build yet; use 'one_device'");
-  std::vector<std::string> known = {"one_device"};
+      c.fail("strategy.type", "'" + p +
+                                  "' is not available in this build yet; use 'one_device', 'mirrored' or "
+                                  "'multi_worker_mirrored'");
+  std::vector<std::string> known = available;
   known.insert(known.end(), planned.begin(), planned.end());
-  c.oneOf("strategy.type", s.type, {"one_device"}, known);
+  c.oneOf("strategy.type", s.type, available, known);
+  c.intRange("strategy.workers", s.workers, 1, 64);
+  c.oneOf("strategy.collective", s.collective, {"auto", "ring", "halving_doubling", "bcube"});
+  c.finite("strategy.bucket_mb", s.bucket_mb);
+  if (!(s.bucket_mb > 0 && s.bucket_mb <= 1024))
+    c.fail("strategy.bucket_mb", "must be in (0, 1024]" + Checker::got(s.bucket_mb));
+
+  // The strategy and [cluster] have to agree on how many hosts take part.
+  const size_t hosts = cluster.hosts.size();
+  if (s.type == "multi_worker_mirrored" && !cluster.present)
+    c.fail("strategy.type",
+           "'multi_worker_mirrored' needs a [cluster] section: coordinator, token or token_file, and a "
+           "[[cluster.hosts]] table for each host");
+  if (s.type == "mirrored" && cluster.present && hosts > 1)
+    c.fail("strategy.type", "'mirrored' runs on one host, but [cluster] lists " + std::to_string(hosts) +
+                                " hosts; use 'multi_worker_mirrored'");
+  if (s.type == "one_device" && cluster.present)
+    c.failOr("strategy.type", "cluster",
+             "'one_device' runs a single process and takes no [cluster]; use " +
+                 std::string(hosts > 1 ? "'multi_worker_mirrored'"
+                                       : "'mirrored' (one host) or 'multi_worker_mirrored'") +
+                 ", or remove [cluster]");
+}
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+void checkClusterToken(const Checker& c, const ClusterSection& cl) {
+  if (!cl.token.empty() && !cl.token_file.empty())
+    c.failOr("cluster.token_file", "cluster.token", "and token are both given; use one or the other");
+  if (cl.token.empty() && cl.token_file.empty()) {
+    if (c.given("cluster.token")) c.fail("cluster.token", "must not be empty");
+    if (c.given("cluster.token_file")) c.fail("cluster.token_file", "must not be empty");
+    c.failSection("cluster",
+                  "needs token (a shared secret every worker presents) or token_file (a file holding it)");
+  }
+  if (cl.token_file.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::exists(cl.token_file, ec))
+    c.fail("cluster.token_file", "'" + cl.token_file + "' does not exist");
+  if (std::filesystem::is_directory(cl.token_file, ec))
+    c.fail("cluster.token_file", "'" + cl.token_file + "' is a directory, not a file");
+}
+
+void checkClusterHosts(const Checker& c, const ClusterSection& cl) {
+  if (cl.hosts.empty()) {
+    if (c.given("cluster.hosts")) c.fail("cluster.hosts", "must list at least one host (got [])");
+    c.failSection("cluster", "needs hosts: a [[cluster.hosts]] table (address, slots) for each host");
+  }
+  std::map<std::string, size_t> seen;  // lower-case address -> first index
+  for (size_t i = 0; i < cl.hosts.size(); ++i) {
+    const ClusterHost& h = cl.hosts[i];
+    if (h.address.empty()) c.failHost(i, "address", "must not be empty");
+    size_t colon = h.address.find(':');
+    if (colon != std::string::npos && h.address.find(':', colon + 1) == std::string::npos)
+      c.failHost(i, "address",
+                 "must be a host name or IP address without a port (got " + quoteString(h.address) + ")");
+    auto [it, inserted] = seen.emplace(lower(h.address), i);
+    if (!inserted) {
+      const std::string first = "hosts[" + std::to_string(it->second) + "]";
+      c.failHost(i, "address", quoteString(h.address) + " is listed twice (first as " + first + ".address)");
+    }
+    if (h.slots < 1) c.failHost(i, "slots", "must be > 0" + Checker::got(static_cast<int64_t>(h.slots)));
+    if (h.slots > 64) c.failHost(i, "slots", "must be <= 64" + Checker::got(static_cast<int64_t>(h.slots)));
+  }
+}
+
+void checkCluster(const Checker& c, const ClusterSection& cl) {
+  if (!cl.present) return;
+  if (cl.coordinator.empty() && !c.given("cluster.coordinator"))
+    c.failSection("cluster",
+                  "needs coordinator = \"host:port\" (where node 0 serves the rendezvous, like "
+                  "\"10.0.0.1:29500\")");
+  std::string problem;
+  if (!parseHostPort(cl.coordinator, &problem))
+    c.fail("cluster.coordinator", problem + " (got " + quoteString(cl.coordinator) + ")");
+  checkClusterToken(c, cl);
+  checkClusterHosts(c, cl);
+  c.positive("cluster.join_timeout_s", cl.join_timeout_s);
+  c.positive("cluster.heartbeat_interval_s", cl.heartbeat_interval_s);
+  c.positive("cluster.heartbeat_timeout_s", cl.heartbeat_timeout_s);
+  c.positive("cluster.collective_timeout_s", cl.collective_timeout_s);
+  // Reported at whichever of the two was written, in terms of that one.
+  if (!(cl.heartbeat_interval_s < cl.heartbeat_timeout_s)) {
+    if (c.given("cluster.heartbeat_interval_s") || !c.given("cluster.heartbeat_timeout_s"))
+      c.fail("cluster.heartbeat_interval_s",
+             "must be < heartbeat_timeout_s (got " + formatFloat(cl.heartbeat_interval_s) +
+                 ", heartbeat_timeout_s " + formatFloat(cl.heartbeat_timeout_s) + ")");
+    c.fail("cluster.heartbeat_timeout_s",
+           "must be > heartbeat_interval_s (got " + formatFloat(cl.heartbeat_timeout_s) +
+               ", heartbeat_interval_s " + formatFloat(cl.heartbeat_interval_s) + ")");
+  }
 }
 
 }  // namespace
@@ -193,7 +311,8 @@ void validateJob(const JobConfig& job) {
   checkTrain(c, job.train);
   checkOptimizer(c, job.optimizer);
   checkSchedule(c, job.schedule, job.optimizer.lr);
-  checkStrategy(c, job.strategy);
+  checkStrategy(c, job.strategy, job.cluster);
+  checkCluster(c, job.cluster);
 }
 
 }  // namespace dtrain

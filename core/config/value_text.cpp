@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace dtrain {
@@ -11,10 +12,16 @@ std::string formatFloat(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   char buf[40];
-  for (int precision = 1; precision <= 17; ++precision) {
+  int precision = 1;
+  for (; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof buf, "%.*g", precision, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
+  // %g turns to an exponent once the digits before the point outnumber the
+  // precision (300 -> "3e+02"); whole numbers of up to 17 digits read better plain.
+  int exponent = v == 0 ? 0 : static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  if (std::strchr(buf, 'e') && exponent >= precision && exponent < 17)
+    std::snprintf(buf, sizeof buf, "%.*g", exponent + 1, v);
   std::string s = buf;
   // TOML reads "5" as an integer; a float needs a fraction or an exponent.
   if (s.find_first_of(".eE") == std::string::npos) s += ".0";

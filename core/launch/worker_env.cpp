@@ -1,5 +1,6 @@
 #include "core/launch/worker_env.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/errors.h"
@@ -13,6 +14,7 @@ constexpr const char* kJob = "DTRAIN_WORKER_JOB";
 constexpr const char* kNode = "DTRAIN_WORKER_NODE";
 constexpr const char* kSlot = "DTRAIN_WORKER_SLOT";
 constexpr const char* kAddress = "DTRAIN_WORKER_ADDRESS";
+constexpr const char* kLocalWorkers = "DTRAIN_WORKER_LOCAL_WORKERS";
 
 std::string required(const char* name) {
   const char* v = std::getenv(name);
@@ -35,7 +37,8 @@ int index(const char* name) {
 std::vector<std::pair<std::string, std::string>> workerEnvironment(const WorkerAssignment& a) {
   return {{kCoordinator, a.coordinator}, {kToken, a.token},
           {kJob, a.job_id},              {kNode, std::to_string(a.node)},
-          {kSlot, std::to_string(a.slot)}, {kAddress, a.address}};
+          {kSlot, std::to_string(a.slot)}, {kAddress, a.address},
+          {kLocalWorkers, std::to_string(a.local_workers)}};
 }
 
 std::optional<WorkerAssignment> workerAssignmentFromEnv() {
@@ -47,8 +50,9 @@ std::optional<WorkerAssignment> workerAssignmentFromEnv() {
   a.node = index(kNode);
   a.slot = index(kSlot);
   a.address = required(kAddress);
+  a.local_workers = std::max(1, index(kLocalWorkers));
   // Children of this worker (none today) must not think they are workers too.
-  for (const char* name : {kCoordinator, kToken, kJob, kNode, kSlot, kAddress}) ::unsetenv(name);
+  for (const char* name : {kCoordinator, kToken, kJob, kNode, kSlot, kAddress, kLocalWorkers}) ::unsetenv(name);
   return a;
 }
 

@@ -75,7 +75,18 @@ JobConfig unusualJob() {
   job.schedule.step_every = 2000;
   job.schedule.gamma = 0.5;
   job.schedule.min_lr = 1e-6;
-  job.strategy.type = "mirrored";
+  job.strategy.type = "multi_worker_mirrored";
+  job.strategy.workers = 5;
+  job.strategy.collective = "halving_doubling";
+  job.strategy.bucket_mb = 0.1 + 0.2;
+  job.cluster.present = true;
+  job.cluster.coordinator = "[fe80::1]:29500";
+  job.cluster.token_file = "/etc/dtrain/\"token\"";
+  job.cluster.hosts = {{"10.0.0.1", 2, {}}, {"node-2.example", 64, {}}, {"fe80::2", 1, {}}};
+  job.cluster.join_timeout_s = 12.5;
+  job.cluster.heartbeat_interval_s = 0.25;
+  job.cluster.heartbeat_timeout_s = 3;
+  job.cluster.collective_timeout_s = 1e-3;
   return job;
 }
 
@@ -88,6 +99,22 @@ void checkSameJob(const JobConfig& a, const JobConfig& b) {
   CHECK(a.optimizer.lr == b.optimizer.lr);
   CHECK(a.optimizer.eps == b.optimizer.eps);
   CHECK(a.schedule.min_lr == b.schedule.min_lr);
+  CHECK(a.strategy.type == b.strategy.type);
+  CHECK(a.strategy.workers == b.strategy.workers);
+  CHECK(a.strategy.collective == b.strategy.collective);
+  CHECK(a.strategy.bucket_mb == b.strategy.bucket_mb);
+  CHECK(a.cluster.present == b.cluster.present);
+  CHECK(a.cluster.coordinator == b.cluster.coordinator);
+  CHECK(a.cluster.token_file == b.cluster.token_file);
+  CHECK(a.cluster.join_timeout_s == b.cluster.join_timeout_s);
+  CHECK(a.cluster.heartbeat_interval_s == b.cluster.heartbeat_interval_s);
+  CHECK(a.cluster.heartbeat_timeout_s == b.cluster.heartbeat_timeout_s);
+  CHECK(a.cluster.collective_timeout_s == b.cluster.collective_timeout_s);
+  REQUIRE(a.cluster.hosts.size() == b.cluster.hosts.size());
+  for (size_t i = 0; i < a.cluster.hosts.size(); ++i) {
+    CHECK(a.cluster.hosts[i].address == b.cluster.hosts[i].address);
+    CHECK(a.cluster.hosts[i].slots == b.cluster.hosts[i].slots);
+  }
   REQUIRE(a.model.layers.size() == b.model.layers.size());
   for (size_t i = 0; i < a.model.layers.size(); ++i) {
     const dtrain::LayerSpec& x = a.model.layers[i];
@@ -166,7 +193,10 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "min_lr = 0.0\n"
       "\n"
       "[strategy]\n"
-      "type = \"one_device\"\n";
+      "type = \"one_device\"\n"
+      "workers = 2\n"
+      "collective = \"auto\"\n"
+      "bucket_mb = 4.0\n";
   CHECK(jobToToml(job) == expected);
 }
 

@@ -157,16 +157,22 @@ TEST_CASE("a dataset folder must exist") {
 }
 
 TEST_CASE("strategies not yet built are named as such") {
-  CHECK(validationError("\n[strategy]\ntype = \"mirrored\"\n") ==
-        "job.toml:8:8: [strategy] type 'mirrored' is not available in this build yet; use 'one_device'");
+  CHECK(
+      validationError("\n[strategy]\ntype = \"central_storage\"\n") ==
+      "job.toml:8:8: [strategy] type 'central_storage' is not available in this build yet; use 'one_device', "
+      "'mirrored' or 'multi_worker_mirrored'");
   CHECK(validationError("", {"strategy.type=parameter_server"}) ==
         "--set strategy.type=parameter_server: [strategy] type 'parameter_server' is not available in this "
-        "build "
-        "yet; use 'one_device'");
+        "build yet; use 'one_device', 'mirrored' or 'multi_worker_mirrored'");
   CHECK(validationError("\n[strategy]\ntype = \"mirored\"\n") ==
-        "job.toml:8:8: [strategy] type must be 'one_device' (got \"mirored\"; did you mean 'mirrored'?)");
+        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored' (got "
+        "\"mirored\"; did you mean 'mirrored'?)");
+  CHECK(validationError("\n[strategy]\ntype = \"parameter_sever\"\n") ==
+        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored' (got "
+        "\"parameter_sever\"; did you mean 'parameter_server'?)");
   CHECK(validationError("\n[strategy]\ntype = \"ring\"\n") ==
-        "job.toml:8:8: [strategy] type must be 'one_device' (got \"ring\")");
+        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored' (got "
+        "\"ring\")");
 }
 
 TEST_CASE("overrides and defaults are reported where they came from") {

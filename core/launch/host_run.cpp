@@ -1,0 +1,134 @@
+#include "core/launch/host_run.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "core/comm/rendezvous_server.h"
+#include "core/config/cluster_token.h"
+#include "core/config/host_port.h"
+#include "core/config/job_to_toml.h"
+#include "core/config/local_node.h"
+#include "core/errors.h"
+#include "core/io/crc32.h"
+#include "core/launch/worker_env.h"
+#include "core/launch/worker_processes.h"
+
+namespace dtrain {
+namespace {
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+// A fresh secret for a one-host run: only this host's workers know it.
+std::string randomToken() {
+  unsigned char bytes[16] = {};
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::read(fd, bytes, sizeof bytes) != static_cast<ssize_t>(sizeof bytes)) {
+    if (fd >= 0) ::close(fd);
+    throw IoError("cannot read /dev/urandom for the run's token");
+  }
+  ::close(fd);
+  std::string hex;
+  char buf[3];
+  for (unsigned char b : bytes) {
+    std::snprintf(buf, sizeof buf, "%02x", b);
+    hex += buf;
+  }
+  return hex;
+}
+
+struct Plan {
+  std::vector<NodeLayout> nodes;
+  int node = 0;
+  std::string bind;         // node 0's coordinator bind
+  std::string coordinator;  // what workers connect to (port filled in later for port 0)
+  std::string token;
+};
+
+Plan planRun(const JobConfig& job, int node_option) {
+  Plan p;
+  if (!job.cluster.present) {  // mirrored on one host: loopback, any free port
+    p.nodes = {NodeLayout{"127.0.0.1", job.strategy.workers}};
+    p.node = 0;
+    p.bind = "tcp://127.0.0.1:0";
+    p.token = randomToken();
+    return p;
+  }
+  for (const ClusterHost& h : job.cluster.hosts) p.nodes.push_back(NodeLayout{h.address, h.slots});
+  p.node = node_option >= 0 ? node_option : findLocalNode(job.cluster);
+  if (p.node >= static_cast<int>(p.nodes.size()))
+    throw ConfigError("--node " + std::to_string(p.node) + " is outside the " + std::to_string(p.nodes.size()) +
+                      " [cluster] hosts (nodes 0.." + std::to_string(p.nodes.size() - 1) + ")");
+  std::string problem;
+  std::optional<HostPort> hp = parseHostPort(job.cluster.coordinator, &problem);
+  if (!hp) throw ConfigError("[cluster] coordinator: " + problem);
+  p.bind = "tcp://*:" + std::to_string(hp->port);
+  p.coordinator = "tcp://" + joinHostPort(hp->host, hp->port);
+  p.token = readClusterToken(job.cluster);
+  return p;
+}
+
+}  // namespace
+
+std::string runJobId(const JobConfig& job) {
+  std::string toml = jobToToml(job);
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", crc32Update(0, toml.data(), toml.size()));
+  return job.job.name + "-" + hex;
+}
+
+int runHost(const JobConfig& job, const HostRunOptions& options) {
+  Plan plan = planRun(job, options.node);
+  const std::string job_id = runJobId(job);
+  std::unique_ptr<RendezvousServer> server;
+  if (plan.node == 0) {
+    RendezvousServerConfig sc;
+    sc.bind = plan.bind;
+    sc.job_id = job_id;
+    sc.token = plan.token;
+    sc.nodes = plan.nodes;
+    sc.join_timeout = millis(job.cluster.join_timeout_s);
+    sc.heartbeat_timeout = millis(job.cluster.heartbeat_timeout_s);
+    std::FILE* log = options.log;
+    sc.log = [log](const std::string& line) {
+      std::fprintf(log, "dtrain: coordinator: %s\n", line.c_str());
+      std::fflush(log);
+    };
+    server = std::make_unique<RendezvousServer>(sc);
+    server->start();
+    if (!job.cluster.present) plan.coordinator = "tcp://127.0.0.1:" + std::to_string(server->port());
+  }
+  const NodeLayout& me = plan.nodes[static_cast<size_t>(plan.node)];
+  int first_rank = 0;
+  for (int n = 0; n < plan.node; ++n) first_rank += plan.nodes[static_cast<size_t>(n)].slots;
+  std::vector<WorkerLaunch> launches;
+  for (int slot = 0; slot < me.slots; ++slot) {
+    WorkerLaunch w;
+    w.label = "rank " + std::to_string(first_rank + slot) + " (node " + std::to_string(plan.node) + ", slot " +
+              std::to_string(slot) + ")";
+    w.argv.push_back(options.program);
+    w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
+    w.env = workerEnvironment(
+        WorkerAssignment{plan.coordinator, plan.token, job_id, plan.node, slot, me.slots, me.address});
+    launches.push_back(std::move(w));
+  }
+  WorkerProcesses workers(millis(job.cluster.heartbeat_timeout_s));
+  workers.start(launches);
+  WorkersOutcome out = workers.wait([&]() -> std::string {
+    if (server) {
+      if (auto reason = server->aborted()) return *reason;
+    }
+    return {};
+  });
+  if (!out.failure.empty()) {
+    std::fprintf(options.log, "dtrain: node %d: %s; stopped this host's workers\n", plan.node, out.failure.c_str());
+    std::fflush(options.log);
+  }
+  return out.exit_code;
+}
+
+}  // namespace dtrain

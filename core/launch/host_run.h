@@ -1,0 +1,31 @@
+// One host's part of a multi-process run (strategy mirrored or
+// multi_worker_mirrored): node 0 serves the rendezvous; every host starts its
+// worker processes (this same program, told by environment variables who
+// they are) and watches them until the run ends or one of them fails.
+#pragma once
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/config/job_config.h"
+
+namespace dtrain {
+
+struct HostRunOptions {
+  std::string program;                 // this executable, run once per worker
+  std::vector<std::string> worker_args;  // its arguments: the same command as this host's ("train", job, --set ...)
+  int node = -1;                       // -1: find this host among [cluster] hosts by its addresses
+  std::FILE* log = stderr;             // coordinator and failure lines
+};
+
+// Runs the workers of this host to the end; returns the process exit code
+// (0, the failed worker's code, or 128 + signal when stopped by one). Throws
+// ConfigError/CommError when the run cannot start (port taken, host unknown).
+int runHost(const JobConfig& job, const HostRunOptions& options);
+
+// The id every worker of a run presents: the job name and a digest of its
+// resolved job file, so workers started from different job files never join
+// one run.
+std::string runJobId(const JobConfig& job);
+
+}  // namespace dtrain
