@@ -23,6 +23,7 @@ struct TrainArgs {
   bool quiet = false;
   bool overwrite = false;          // replace an existing run directory's checkpoints and metrics
   int64_t fault_kill_at_step = 0;  // tests only: SIGKILL itself after this step
+  int node = -1;                   // multi-host: this host's index in [cluster] hosts (-1: find it)
 };
 int runTrain(const TrainArgs& args);
 
@@ -42,6 +43,7 @@ struct ResumeArgs {
   std::string run_dir;
   bool quiet = false;
   int64_t fault_kill_at_step = 0;
+  int node = -1;
 };
 int runResume(const ResumeArgs& args);
 

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("-q,--quiet", train.quiet, "No progress output");
   train_cmd->add_flag("--overwrite", train.overwrite,
                       "Start over in a run directory that already holds checkpoints (deletes them)");
+  train_cmd->add_option("--node", train.node,
+                        "Multi-host runs: this host's index among [cluster] hosts (default: found by address)");
   // Fault injection for the resume tests; not shown in --help.
   train_cmd->add_option("--fault-kill-at-step", train.fault_kill_at_step)->group("");
 
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   auto* resume_cmd = app.add_subcommand("resume", "Continue a run from its latest complete checkpoint");
   resume_cmd->add_option("run_dir", resume.run_dir, "Run directory (job.run_dir)")->required();
   resume_cmd->add_flag("-q,--quiet", resume.quiet, "No progress output");
+  resume_cmd->add_option("--node", resume.node, "Multi-host runs: this host's index among [cluster] hosts");
   resume_cmd->add_option("--fault-kill-at-step", resume.fault_kill_at_step)->group("");
 
   try {

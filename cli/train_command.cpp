@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/distributed_run.h"
 #include "cli/run_report.h"
 #include "core/config/parse_job.h"
 #include "core/config/validate_job.h"
@@ -36,11 +37,23 @@ void prepareRunDir(const std::string& run_dir, bool overwrite) {
 int runTrain(const TrainArgs& args) {
   JobConfig job = parseJobFile(args.job_file, args.overrides);
   validateJob(job);
-  prepareRunDir(job.job.run_dir, args.overwrite);
   TrainerOptions options;
   options.terminal = ProgressDisplay::isTerminal(stdout);
   options.quiet = args.quiet;
   options.fault_kill_at_step = args.fault_kill_at_step;
+  // A worker started by a host's dtrain: the host has prepared the run directory.
+  if (auto assignment = workerAssignmentFromEnv()) return runWorker(job, *assignment, nullptr, options);
+  if (isMultiProcess(job)) {
+    // Only the host holding the run directory (node 0) prepares it.
+    if (!job.cluster.present || args.node <= 0) prepareRunDir(job.job.run_dir, args.overwrite);
+    std::vector<std::string> worker_args = {"train", args.job_file};
+    for (const std::string& o : args.overrides) worker_args.insert(worker_args.end(), {"--set", o});
+    if (args.quiet) worker_args.push_back("-q");
+    if (args.fault_kill_at_step > 0)
+      worker_args.insert(worker_args.end(), {"--fault-kill-at-step", std::to_string(args.fault_kill_at_step)});
+    return runHostProcesses(job, worker_args, args.node);
+  }
+  prepareRunDir(job.job.run_dir, args.overwrite);
   Trainer trainer(job, options);
   return reportOutcome(trainer.run(nullptr), job.job.run_dir);
 }

@@ -116,7 +116,8 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
         WorkerAssignment{plan.coordinator, plan.token, job_id, plan.node, slot, me.slots, me.address});
     launches.push_back(std::move(w));
   }
-  WorkerProcesses workers(millis(job.cluster.heartbeat_timeout_s));
+  // After a failure the others cannot finish a step anyway: a short grace.
+  WorkerProcesses workers(std::chrono::seconds(3));
   workers.start(launches);
   WorkersOutcome out = workers.wait([&]() -> std::string {
     if (server) {

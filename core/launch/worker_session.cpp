@@ -1,0 +1,83 @@
+#include "core/launch/worker_session.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "core/comm/gloo_process_group.h"
+#include "core/comm/rendezvous_client.h"
+#include "core/errors.h"
+#include "strategies/mirrored.h"
+
+namespace dtrain {
+namespace {
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace
+
+WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a) {
+  JoinRequest req;
+  req.job_id = a.job_id;
+  req.token = a.token;
+  req.host = hostName();
+  req.node = a.node;
+  req.slot = a.slot;
+  req.pid = static_cast<int>(::getpid());
+  ClientTimeouts t;
+  t.join = millis(job.cluster.join_timeout_s);
+  t.heartbeat_interval = millis(job.cluster.heartbeat_interval_s);
+  t.heartbeat_timeout = millis(job.cluster.heartbeat_timeout_s);
+  client_ = std::make_unique<RendezvousClient>(a.coordinator, req, t);
+  const int node = a.node, slot = a.slot;
+  client_->onAbort([this, node, slot](const std::string& reason) {
+    // Called on the client's thread while the main thread may be blocked in
+    // a collective: report and leave now.
+    std::fprintf(stderr, "dtrain: rank %d (node %d, slot %d): stopping: %s\n", rank_, node, slot,
+                 reason.c_str());
+    std::fflush(stderr);
+    ::_exit(kExitPeerLost);
+  });
+  Membership m = client_->join();
+  rank_ = m.rank;
+  world_ = m.world_size;
+  GlooOptions g;
+  g.algorithm = job.strategy.collective;
+  g.address = a.address;
+  g.timeout = millis(job.cluster.collective_timeout_s);
+  g.prefix = "gloo";
+  group_ = std::make_shared<GlooProcessGroup>(*client_, rank_, world_, g);
+  strategy_ = std::make_shared<MirroredStrategy>(job.strategy.type, group_);
+}
+
+WorkerSession::~WorkerSession() {
+  if (!left_ && client_) {
+    try {
+      client_->abort("rank " + std::to_string(rank_) + " ended without finishing");
+    } catch (...) {
+    }
+  }
+}
+
+void WorkerSession::abort(const std::string& reason) {
+  left_ = true;
+  try {
+    client_->abort(reason);
+  } catch (...) {
+  }
+}
+
+void WorkerSession::leave() {
+  left_ = true;
+  client_->leave();
+}
+
+}  // namespace dtrain

@@ -1,0 +1,47 @@
+// A worker process's membership of a run: it joins the rendezvous, learns
+// its rank, connects the collectives (Gloo over TCP, meeting through the
+// rendezvous store) and hands the trainer a strategy. When the coordinator
+// reports a lost peer, or is itself lost, the worker prints one line naming
+// it and exits at once (a blocked collective cannot be unwound safely; the
+// latest checkpoint is complete or not yet published, never half-written).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/config/job_config.h"
+#include "core/launch/worker_env.h"
+#include "strategies/strategy.h"
+
+namespace dtrain {
+
+class RendezvousClient;
+class ProcessGroup;
+
+// Exit code of a worker stopped because the run lost a peer or its coordinator.
+constexpr int kExitPeerLost = 3;
+
+class WorkerSession {
+ public:
+  // Joins (waits for the whole group) and connects the process group.
+  WorkerSession(const JobConfig& job, const WorkerAssignment& assignment);
+  ~WorkerSession();
+  WorkerSession(const WorkerSession&) = delete;
+  WorkerSession& operator=(const WorkerSession&) = delete;
+
+  int rank() const { return rank_; }
+  int worldSize() const { return world_; }
+  std::shared_ptr<Strategy> strategy() const { return strategy_; }
+  // Tells the others this rank failed (they stop at once) and why.
+  void abort(const std::string& reason);
+  // A clean end: the coordinator stops expecting heartbeats.
+  void leave();
+
+ private:
+  std::unique_ptr<RendezvousClient> client_;
+  std::shared_ptr<ProcessGroup> group_;
+  std::shared_ptr<Strategy> strategy_;
+  int rank_ = 0, world_ = 1;
+  bool left_ = false;
+};
+
+}  // namespace dtrain
