@@ -1,0 +1,76 @@
+// RendezvousCoordinator: what the rendezvous server decides, without the
+// sockets. It takes frames (with the sender's routing id) and the passing of
+// time, and answers with frames to send.
+//
+// Workers join while a group gathers (RendezvousRoster); when the last
+// expected one joins, the group forms with a new generation
+// (RendezvousGroup) and every joiner gets its rank. Requests are admitted only
+// from members of the live group that name its generation. A join after the
+// group ended (aborted, or every rank left) starts gathering the next one.
+// Nothing a peer sends can make it throw: bad input is refused with a reason.
+// Ownership: owned by the server's thread; not thread-safe.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/comm/rendezvous_group.h"
+#include "core/comm/rendezvous_outbox.h"
+#include "core/comm/rendezvous_roster.h"
+#include "core/comm/rendezvous_types.h"
+#include "core/comm/wire.h"
+
+namespace dtrain {
+
+struct RendezvousStatus {
+  uint64_t generation = 0;  // of the latest formed group; 0 before the first
+  bool formed = false;      // that group formed and no new one is gathering
+  bool all_left = false;    // every rank of that group left cleanly
+  // Why that group aborted, or why a later gathering failed.
+  std::optional<std::string> failure;
+};
+
+class RendezvousCoordinator {
+ public:
+  // Uses job_id, token, nodes, the timeouts and log of `config`. Throws
+  // CommError for a layout without workers or timeouts that are not positive.
+  explicit RendezvousCoordinator(const RendezvousServerConfig& config);
+
+  // One frame from the peer `identity`, received at `now`.
+  void handle(const std::string& identity, const void* data, size_t size, RendezvousClock::time_point now,
+              Outbox& out);
+  // A message that is not one frame (the server sees its framing, not us).
+  void refuseMalformed(const std::string& identity, const std::string& why, Outbox& out);
+  // The join deadline, progress lines, and the group's deadlines. Call every
+  // few tens of milliseconds.
+  void tick(RendezvousClock::time_point now, Outbox& out);
+
+  RendezvousStatus status() const;
+
+ private:
+  void handleJoin(const std::string& identity, uint64_t request_id, const JoinRequest& request,
+                  RendezvousClock::time_point now, Outbox& out);
+  void handleHeartbeat(const std::string& identity, uint64_t request_id, const wire::Heartbeat& beat,
+                       RendezvousClock::time_point now, Outbox& out);
+  // The sender's rank when it may make a request of `generation` now;
+  // otherwise sends the refusal (logged unless `quiet`) and returns -1.
+  int admit(const std::string& identity, uint64_t request_id, wire::MessageType type, uint64_t generation,
+            bool quiet, RendezvousClock::time_point now, Outbox& out);
+  void form(RendezvousClock::time_point now, Outbox& out);
+  void tickGathering(RendezvousClock::time_point now, Outbox& out);
+
+  std::string describeSender(const std::string& identity) const;
+  void log(const std::string& line) const;
+
+  RendezvousServerConfig config_;
+  RendezvousRoster roster_;
+  bool gathering_ = true;
+  RendezvousClock::time_point gathering_since_;  // the first join of this gathering
+  RendezvousClock::time_point last_progress_line_;
+  std::optional<std::string> join_failure_;  // of a gathering after the latest group
+
+  std::optional<RendezvousGroup> group_;  // the latest formed
+  uint64_t next_generation_ = 1;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,80 @@
+// Plain values shared by the rendezvous coordinator, its workers and the wire
+// format: who a worker says it is, the group it gets back, and the timeouts.
+// Ownership: plain values, copied freely.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dtrain {
+
+// Every rendezvous deadline is on this clock: wall-clock jumps must not fire or stall them.
+using RendezvousClock = std::chrono::steady_clock;
+
+// What a worker tells the coordinator when it joins.
+struct JoinRequest {
+  std::string job_id;
+  // Shared secret of the job: a worker without it cannot join (or disturb) the run.
+  std::string token;
+  std::string host;  // this worker's host name, for peers and error messages
+  int node = 0;      // index of this worker's host in the job's node list
+  int slot = 0;      // this worker's index among its host's workers
+  int pid = 0;
+  int local_devices = 0;  // devices (GPUs, or CPU slots) visible on this host
+};
+
+// One member of a formed group; Membership::peers is indexed by rank.
+struct PeerInfo {
+  std::string host;
+  int node = 0;
+  int slot = 0;
+  int pid = 0;
+  int local_devices = 0;
+};
+
+// What every worker gets when the group forms.
+struct Membership {
+  int rank = -1;
+  int world_size = 0;
+  // New for every formed group (a fresh coordinator's first group is 1): keys,
+  // barriers and heartbeats of an earlier group are refused, never mixed in.
+  uint64_t generation = 0;
+  std::vector<PeerInfo> peers;
+};
+
+// One host of the job's layout, as the coordinator expects it.
+struct NodeLayout {
+  std::string address;  // for messages: "node 1 (10.0.0.2)"
+  int slots = 1;        // workers on this host
+};
+
+struct ClientTimeouts {
+  // How long join() waits for the whole group (and for the coordinator to answer at all).
+  std::chrono::milliseconds join{60000};
+  std::chrono::milliseconds heartbeat_interval{1000};
+  // Silence from the coordinator longer than this aborts the worker.
+  std::chrono::milliseconds heartbeat_timeout{10000};
+};
+
+// Receives the coordinator's log lines (one line each, no newline).
+using RendezvousLog = std::function<void(const std::string& line)>;
+
+struct RendezvousServerConfig {
+  // Where the coordinator listens: "tcp://*:29400", or "tcp://127.0.0.1:0" for
+  // any free port (RendezvousServer::port() then says which).
+  std::string bind = "tcp://*:29400";
+  std::string job_id;
+  std::string token;
+  std::vector<NodeLayout> nodes;
+  // From the first join: a group still incomplete then fails, naming who is missing.
+  std::chrono::milliseconds join_timeout{60000};
+  // A rank silent for longer is lost, and the group aborts.
+  std::chrono::milliseconds heartbeat_timeout{10000};
+  // How often a forming group logs who it is still waiting for.
+  std::chrono::milliseconds progress_interval{5000};
+  RendezvousLog log;  // may be empty; called from the server's thread
+};
+
+}  // namespace dtrain

@@ -1,0 +1,144 @@
+// RendezvousCoordinator driven directly, on a clock the test moves: deadlines
+// are checked to the millisecond, without sockets or threads.
+#include "core/comm/rendezvous_coordinator.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <utility>
+
+#include "rendezvous_test_util.h"
+
+using namespace dtrain;
+using namespace dtrain::test;
+
+namespace {
+
+// Feeds frames to a coordinator and keeps what it answers, per peer.
+class Driver {
+ public:
+  explicit Driver(const RendezvousServerConfig& config) : coordinator_(config) {}
+
+  void send(const std::string& peer, uint64_t request_id, const wire::Body& body) {
+    std::string frame = wire::encode(request_id, body);
+    coordinator_.handle(peer, frame.data(), frame.size(), now_, out_);
+    collect();
+  }
+  void advance(std::chrono::milliseconds by) {
+    now_ += by;
+    coordinator_.tick(now_, out_);
+    collect();
+  }
+  // Everything `peer` received so far (and forgets it).
+  std::vector<wire::Message> take(const std::string& peer) { return std::exchange(inbox_[peer], {}); }
+  const RendezvousCoordinator& coordinator() const { return coordinator_; }
+
+ private:
+  void collect() {
+    for (const OutgoingFrame& f : out_.frames())
+      inbox_[f.identity].push_back(wire::decode(f.frame.data(), f.frame.size()));
+    out_.frames().clear();
+  }
+  RendezvousCoordinator coordinator_;
+  RendezvousClock::time_point now_{};
+  Outbox out_;
+  std::map<std::string, std::vector<wire::Message>> inbox_;
+};
+
+template <class T>
+const T& only(const std::vector<wire::Message>& messages) {
+  REQUIRE(messages.size() == 1);
+  const T* t = std::get_if<T>(&messages.front().body);
+  REQUIRE_MESSAGE(t != nullptr, wire::messageTypeName(wire::typeOf(messages.front().body)));
+  return *t;
+}
+
+template <class T>
+T withGeneration(T m, uint64_t generation) {
+  m.generation = generation;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("rendezvous coordinator: a rank is lost exactly after the heartbeat timeout") {
+  RendezvousServerConfig config = serverConfig({2});
+  config.heartbeat_timeout = 1000ms;
+  Driver d(config);
+  d.send("a", 1, wire::Join{joinRequest(0, 0)});
+  d.send("b", 1, wire::Join{joinRequest(0, 1)});
+  CHECK(only<wire::Welcome>(d.take("a")).membership.rank == 0);
+  CHECK(only<wire::Welcome>(d.take("b")).membership.rank == 1);
+
+  d.advance(600ms);
+  d.send("a", 2, withGeneration(wire::Heartbeat{}, 1));
+  only<wire::Ok>(d.take("a"));
+  d.advance(400ms);  // b silent for exactly the timeout: not yet lost
+  CHECK(d.take("a").empty());
+  CHECK_FALSE(d.coordinator().status().failure.has_value());
+  d.advance(1ms);
+  const std::string expected = "lost rank 1 (host host0, pid 1001): no heartbeat for 1.0 s";
+  auto to_a = d.take("a");
+  const wire::AbortNotice& notice = only<wire::AbortNotice>(to_a);
+  CHECK(notice.reason == expected);
+  CHECK(notice.origin_rank == -1);
+  CHECK(only<wire::AbortNotice>(d.take("b")).reason == expected);
+  CHECK(d.coordinator().status().failure == expected);
+
+  // Afterwards the group refuses requests with why it ended.
+  d.send("a", 3, withGeneration(wire::Check{}, 1));
+  CHECK(only<wire::Refused>(d.take("a")).reason == "the run of generation 1 was aborted: " + expected);
+}
+
+TEST_CASE("rendezvous coordinator: parked reads answer on the set, or at their deadline") {
+  Driver d(serverConfig({2}));
+  d.send("a", 1, wire::Join{joinRequest(0, 0)});
+  d.send("b", 1, wire::Join{joinRequest(0, 1)});
+  d.take("a");
+  d.take("b");
+  wire::Get get = withGeneration(wire::Get{}, 1);
+  get.key = "addr";
+  get.timeout_ms = 500;
+  d.send("a", 7, get);
+  wire::Wait wait = withGeneration(wire::Wait{}, 1);
+  wait.keys = {"addr", "port"};
+  wait.timeout_ms = 500;
+  d.send("b", 8, wait);
+  d.advance(499ms);
+  CHECK(d.take("a").empty());
+  wire::Set set = withGeneration(wire::Set{}, 1);
+  set.key = "addr";
+  set.value = bytesOf("10.0.0.1");
+  d.send("b", 9, set);
+  auto answers = d.take("a");
+  CHECK(textOf(only<wire::Value>(answers).value) == "10.0.0.1");
+  CHECK(answers.front().request_id == 7);
+  only<wire::Ok>(d.take("b"));  // the set's answer; the wait still lacks "port"
+  d.advance(1ms);
+  auto timed_out = d.take("b");
+  CHECK(only<wire::Refused>(timed_out).reason ==
+        "timed out after 0.5 s waiting for keys 'port' (1 of 2 not set)");
+  CHECK(timed_out.front().request_id == 8);
+}
+
+TEST_CASE("rendezvous coordinator: a new generation forms after every rank left") {
+  Driver d(serverConfig({1}));
+  d.send("a", 1, wire::Join{joinRequest(0, 0)});
+  CHECK(only<wire::Welcome>(d.take("a")).membership.generation == 1);
+  d.send("a", 2, withGeneration(wire::Leave{}, 1));
+  only<wire::Ok>(d.take("a"));
+  CHECK(d.coordinator().status().all_left);
+  d.send("a", 3, withGeneration(wire::Check{}, 1));
+  CHECK(only<wire::Refused>(d.take("a")).reason == "the run of generation 1 has ended: every rank left");
+
+  d.send("b", 1, wire::Join{joinRequest(0, 0)});
+  CHECK(only<wire::Welcome>(d.take("b")).membership.generation == 2);
+  RendezvousStatus s = d.coordinator().status();
+  CHECK(s.generation == 2);
+  CHECK(s.formed);
+  CHECK_FALSE(s.all_left);
+  d.send("a", 4, withGeneration(wire::Check{}, 1));
+  CHECK(only<wire::Refused>(d.take("a")).reason.find("stale generation 1, the run is at 2") == 0);
+  d.send("b", 2, withGeneration(wire::Check{}, 3));
+  CHECK(only<wire::Refused>(d.take("b")).reason == "unknown generation 3, the run is at 2");
+}
