@@ -7,6 +7,7 @@
 #include <gloo/allreduce_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier.h>
+#include <gloo/barrier_all_to_all.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
@@ -16,13 +17,18 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <functional>
 #include <list>
 #include <sstream>
+#include <system_error>
 #include <utility>
 
 #include "core/comm/gloo_store.h"
@@ -56,25 +62,32 @@ bool isKnownOption(const std::string& option) {
   return false;
 }
 
-// "auto", measured on this project's 2-core build machine over loopback with
-// 2 and 4 ranks (threads as ranks, median of 15 runs per size):
-// - below 64 KiB the plain ring wins: its p - 1 rounds are one message each,
-//   while the chunked ring, halving-doubling and bcube pay for more messages
-//   and notifications, and a small message's time is its message count.
-// - from 64 KiB, bandwidth counts: the plain ring sends the whole buffer p - 1
-//   times, the others about twice in total. Halving-doubling and bcube both do
-//   log2(p) steps; on a power-of-two group they tied within noise and bcube
-//   was ahead at 4 ranks, so it is the choice there. Gloo's bcube only works
-//   when the size is a power of its base; halving-doubling handles any size.
-constexpr int64_t kAutoRingBelowBytes = 64 << 10;
-
-bool isPowerOfTwo(int n) { return n > 0 && (n & (n - 1)) == 0; }
+// "auto" picks by message size, from medians of 15-21 runs on loopback with
+// 2 and 4 ranks as threads on a 2-core machine (each number below is the
+// typical value of three sweeps; the machine was shared, so only clear
+// differences were used):
+// - Small messages: the plain ring wins. Its p - 1 rounds are one message
+//   each, and a small message's time is its message count; the chunked ring
+//   sends 2p chunks twice, and halving-doubling and bcube add notices. It
+//   moves the whole buffer p - 1 times, though, so it is chosen while
+//   (p - 1) x bytes stays under 64 KiB: at 2 ranks it led up to 64 KiB
+//   (0.19 ms against 0.27 to 0.44 ms), at 4 ranks up to 16 KiB, and at
+//   64 KiB on 4 ranks it was already behind bcube (1.0 to 1.4 ms against 0.7 to 1.3).
+// - Up to 4 MiB: halving-doubling, which works for any group size; bcube
+//   tied with it but needs the size to be a power of its base, and the
+//   chunked ring was behind (4 ranks, 256 KiB: 1.3 to 1.6 ms against 3.4 to 8.4).
+// - From 4 MiB: the chunked ring, which keeps both directions of every link
+//   busy: 4 ranks, 64 MiB: 206 to 225 ms against 232 to 236 (bcube) and
+//   248 to 275 (halving-doubling); at 2 ranks all were within noise.
+constexpr int64_t kAutoRingWhileMovedBelow = 64 << 10;
+constexpr int64_t kAutoChunkedRingFromBytes = 4 << 20;
 
 AllReduceAlgorithm resolveAlgorithm(const std::string& option, int size, int64_t bytes) {
   for (const NamedAlgorithm& n : kAlgorithms)
     if (option == n.name) return n.algorithm;
-  if (bytes < kAutoRingBelowBytes) return AllReduceAlgorithm::Ring;
-  return isPowerOfTwo(size) ? AllReduceAlgorithm::Bcube : AllReduceAlgorithm::HalvingDoubling;
+  if (int64_t(size - 1) * bytes < kAutoRingWhileMovedBelow) return AllReduceAlgorithm::Ring;
+  if (bytes < kAutoChunkedRingFromBytes) return AllReduceAlgorithm::HalvingDoubling;
+  return AllReduceAlgorithm::RingChunked;
 }
 
 // Gloo's bcube groups ranks base at a time and gives wrong sums unless the
@@ -94,12 +107,16 @@ int bcubeBaseFor(int size) {
 // most this many bytes and longer buffers go in pieces.
 constexpr int64_t kMaxBytesPerRun = int64_t(1) << 30;
 
+// Building an algorithm object takes slots from the context in turn, and a
+// message for a slot lands in whatever is registered there, so all ranks
+// must build the same algorithms at the same calls and reuse them together.
 // Below this size a call copies its data into memory its cached algorithm
-// owns, so the cache is found by the call's shape alone (the same on every
-// rank) and the copy costs less than a round trip. From this size up the
-// algorithm runs in place on the caller's buffer: the cache is then found by
-// the buffer's address, which differs between ranks, so the ranks first agree
-// in a two-number all-reduce that each holds the same cached algorithm.
+// owns: the cache is then found by the call's shape alone, the same on every
+// rank, and the copy costs less than a round trip. From this size up the
+// algorithm runs in place on the caller's buffer and is found by the buffer's
+// address, which is each rank's own (a freed and reallocated buffer may come
+// back anywhere), so the ranks first exchange the id of the entry each found
+// and reuse it only when all found the same one; otherwise all rebuild.
 constexpr int64_t kInPlaceFromBytes = 1 << 20;
 // Bounds on the cache: staged entries by count (each is under 1 MiB of data
 // plus Gloo's scratch), in-place entries by count and by the bytes they cover.
@@ -155,7 +172,31 @@ bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
 }
 
 void checkCount(const char* operation, int64_t n) {
-  if (n < 0) throw CommError(std::string(operation) + ": element count " + std::to_string(n) + " is negative");
+  if (n < 0)
+    throw CommError(std::string(operation) + ": element count " + std::to_string(n) + " is negative");
+}
+
+// Why no socket can listen on `address` ("" when one can). Trying this first
+// gives a plain reason for an address that is not this host's, and keeps
+// clear of Gloo's own failure path there, which leaks its address lookup.
+std::string whyCannotListenOn(const std::string& address) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(address.c_str(), nullptr, &hints, &found); rc != 0) return ::gai_strerror(rc);
+  std::string why = "no usable address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    bool bound = fd >= 0 && ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (!bound) why = std::error_code(errno, std::generic_category()).message();
+    if (fd >= 0) ::close(fd);
+    if (bound) {
+      why.clear();
+      break;
+    }
+  }
+  ::freeaddrinfo(found);
+  return why;
 }
 
 template <typename T>
@@ -176,6 +217,50 @@ std::unique_ptr<gloo::Algorithm> makeAllReduce(const std::shared_ptr<gloo::Conte
   }
   return nullptr;
 }
+
+// Every rank sends one 64-bit value to every other rank and receives theirs.
+// Peers are waited on in rank order, so a timeout is on the first rank that
+// did not take part. Two sets of buffers take turns, so a rank that starts
+// its next exchange early never overwrites a value a slower peer has yet to
+// read.
+class AllToAllExchange {
+ public:
+  explicit AllToAllExchange(gloo::Context& context) : rank_(context.rank) {
+    for (Round& round : rounds_) {
+      const int slot = context.nextSlot();
+      round.received.assign(static_cast<size_t>(context.size), 0);  // before buffers point into it
+      for (int peer = 0; peer < context.size; ++peer) {
+        if (peer == context.rank) continue;
+        auto& pair = context.getPair(peer);
+        round.sends.push_back(pair->createSendBuffer(slot, &round.mine, sizeof(int64_t)));
+        round.receives.push_back(pair->createRecvBuffer(slot, &round.received[peer], sizeof(int64_t)));
+      }
+    }
+  }
+
+  // Collective: every rank's value, by rank.
+  std::vector<int64_t> run(int64_t mine) {
+    Round& round = rounds_[next_];
+    next_ ^= 1;
+    round.mine = mine;
+    for (auto& send : round.sends) send->send();
+    for (auto& receive : round.receives) receive->waitRecv();
+    for (auto& send : round.sends) send->waitSend();
+    std::vector<int64_t> all = round.received;
+    all[static_cast<size_t>(rank_)] = mine;
+    return all;
+  }
+
+ private:
+  struct Round {
+    int64_t mine = 0;
+    std::vector<int64_t> received;
+    std::vector<std::unique_ptr<gloo::transport::Buffer>> sends, receives;
+  };
+  const int rank_;
+  Round rounds_[2];
+  int next_ = 0;
+};
 
 }  // namespace
 
@@ -200,11 +285,11 @@ class GlooProcessGroup::Impl {
   // from the context in order, so every rank must build the same ones at the
   // same calls: that is what the two kinds of entry below guarantee.
   struct CachedAlgorithm {
-    std::string shape;        // the call's kind, algorithm and counts
-    void* memory = nullptr;   // what the algorithm reads and writes
+    std::string shape;       // the call's kind, algorithm and counts
+    void* memory = nullptr;  // what the algorithm reads and writes
     int64_t bytes = 0;
-    int64_t id = -1;          // in-place entries: the id every rank knows it by
-    std::vector<double> staging;  // owns `memory` for staged entries
+    int64_t id = -1;                             // in-place entries: the id every rank knows it by
+    std::vector<double> staging;                 // owns `memory` for staged entries
     std::unique_ptr<gloo::Algorithm> algorithm;  // after staging: destroyed first
   };
   using BuildAlgorithm = std::function<std::unique_ptr<gloo::Algorithm>(void* memory)>;
@@ -224,7 +309,12 @@ class GlooProcessGroup::Impl {
   void awaitEveryRankBuilt();
   // Collective, once after connecting: see kFirstMessageBytes.
   void sizeSendBuffers();
+  // Gloo's per-call barrier: it sends nothing through an algorithm object, so
+  // it can run before sizeSendBuffers.
+  void unboundBarrier();
 
+  // Destroys what uses the connections, then the connections and the device.
+  void closeConnections();
   // Runs `body` as the collective `operation`; any failure becomes CommError
   // and leaves the group unusable.
   template <typename Body>
@@ -234,8 +324,12 @@ class GlooProcessGroup::Impl {
 
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  // Built once, after connecting (groups of 2 or more). Gloo's all-to-all
+  // barrier waits on peers in rank order, so its timeout names a missing rank.
+  std::unique_ptr<gloo::BarrierAllToAll> barrier_;
+  std::unique_ptr<AllToAllExchange> exchange_;
   uint32_t nextTag_ = 1;
-  std::string failure_;  // the first failure; set = unusable
+  std::string failure_;                 // the first failure; set = unusable
   std::list<CachedAlgorithm> staged_;   // most recently used first
   std::list<CachedAlgorithm> inPlace_;  // most recently used first
   int64_t inPlaceBytes_ = 0;
@@ -253,8 +347,12 @@ GlooProcessGroup::Impl::Impl(Store& store, int rank, int size, GlooOptions opts)
   if (!isKnownOption(options.algorithm))
     throw CommError(who + ": unknown all-reduce algorithm '" + options.algorithm +
                     "' (known: auto, ring, ring_chunked, halving_doubling, bcube)");
-  if (options.address.empty()) throw CommError(who + ": no local address to listen on (set this host's address)");
+  if (options.address.empty())
+    throw CommError(who + ": no local address to listen on (set this host's address)");
 
+  if (std::string why = whyCannotListenOn(options.address); !why.empty())
+    throw CommError(who + ": cannot listen on address '" + options.address + "' (" + why +
+                    "); it must be an address of this host");
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.address;
@@ -277,10 +375,12 @@ GlooProcessGroup::Impl::Impl(Store& store, int rank, int size, GlooOptions opts)
   }
   if (size > 1) {
     try {
+      barrier_ = std::make_unique<gloo::BarrierAllToAll>(context_);
+      exchange_ = std::make_unique<AllToAllExchange>(*context_);
       sizeSendBuffers();
     } catch (...) {
       std::string why = explain(std::current_exception(), true);
-      context_.reset();
+      closeConnections();
       throw CommError(who + ": first exchange with the other ranks: " + why);
     }
   }
@@ -295,9 +395,10 @@ void GlooProcessGroup::Impl::sizeSendBuffers() {
     if (peer == rank) continue;
     auto& pair = context_->getPair(peer);
     sends.push_back(pair->createSendBuffer(slot, outgoing.data(), kFirstMessageBytes));
-    receives.push_back(pair->createRecvBuffer(slot, incoming.data() + peer * kFirstMessageBytes, kFirstMessageBytes));
+    receives.push_back(
+        pair->createRecvBuffer(slot, incoming.data() + peer * kFirstMessageBytes, kFirstMessageBytes));
   }
-  awaitEveryRankBuilt();
+  unboundBarrier();  // everyone's receive buffers, and barrier_'s, exist now
   for (auto& send : sends) send->send();
   for (auto& receive : receives) receive->waitRecv();
   for (auto& send : sends) send->waitSend();
@@ -311,8 +412,15 @@ GlooProcessGroup::Impl::~Impl() {
       // A peer already gone or closing: there is nothing left to wait for.
     }
   }
+  closeConnections();
+}
+
+void GlooProcessGroup::Impl::closeConnections() {
+  // Algorithm objects hold buffers on the context's connections: they go first.
   staged_.clear();
   inPlace_.clear();
+  exchange_.reset();
+  barrier_.reset();
   context_.reset();
   device_.reset();
 }
@@ -334,8 +442,9 @@ void GlooProcessGroup::Impl::join(Store& store, const std::string& who) {
     for (int r = 0; r < size; ++r)
       if (!store.check(joinedKey(r))) missing.push_back(r);
     if (missing.empty()) return;  // the last one came just after the deadline
-    throw CommError(who + ": " + ranksText(missing) + " did not join within " + durationText(options.timeout) +
-                    " (is every rank started, with the same store, size and prefix '" + options.prefix + "'?)");
+    throw CommError(
+        who + ": " + ranksText(missing) + " did not join within " + durationText(options.timeout) +
+        " (is every rank started, with the same store, size and prefix '" + options.prefix + "'?)");
   }
 }
 
@@ -381,7 +490,8 @@ std::string GlooProcessGroup::Impl::explain(std::exception_ptr error, bool probe
   if (timedOut) {
     // A timed-out wait closes the one connection it waited on; a timed-out
     // per-call collective closes them all, and then no one rank is to blame.
-    if (peers.size() == 1) return "timed out after " + timeout + " waiting for rank " + std::to_string(peers[0]);
+    if (peers.size() == 1)
+      return "timed out after " + timeout + " waiting for rank " + std::to_string(peers[0]);
     return "timed out after " + timeout + " (a rank did not take part in time)";
   }
   if (closed) {
@@ -419,13 +529,15 @@ std::vector<int> GlooProcessGroup::Impl::brokenPeers() {
 
 void* GlooProcessGroup::Impl::runCached(const std::string& shape, void* data, int64_t bytes,
                                         const BuildAlgorithm& build) {
-  return bytes < kInPlaceFromBytes ? runStaged(shape, data, bytes, build) : runInPlace(shape, data, bytes, build);
+  return bytes < kInPlaceFromBytes ? runStaged(shape, data, bytes, build)
+                                   : runInPlace(shape, data, bytes, build);
 }
 
 void* GlooProcessGroup::Impl::runStaged(const std::string& shape, void* data, int64_t bytes,
                                         const BuildAlgorithm& build) {
   // Found by shape only, evicted by use order: both the same on every rank.
-  auto it = std::find_if(staged_.begin(), staged_.end(), [&](const CachedAlgorithm& c) { return c.shape == shape; });
+  auto it = std::find_if(staged_.begin(), staged_.end(),
+                         [&](const CachedAlgorithm& c) { return c.shape == shape; });
   if (it != staged_.end()) {
     staged_.splice(staged_.begin(), staged_, it);
   } else {
@@ -468,7 +580,8 @@ void* GlooProcessGroup::Impl::runInPlace(const std::string& shape, void* data, i
     awaitEveryRankBuilt();
     // Eviction may differ between ranks (addresses differ); that is safe,
     // since a use is always agreed first.
-    while (inPlace_.size() > 1 && (inPlace_.size() > kMaxInPlaceEntries || inPlaceBytes_ > kMaxInPlaceBytes)) {
+    while (inPlace_.size() > 1 &&
+           (inPlace_.size() > kMaxInPlaceEntries || inPlaceBytes_ > kMaxInPlaceBytes)) {
       inPlaceBytes_ -= inPlace_.back().bytes;
       inPlace_.pop_back();
     }
@@ -483,6 +596,10 @@ void GlooProcessGroup::Impl::awaitEveryRankBuilt() {
   // the buffer appears, which on a busy machine starves the very rank it is
   // waiting for. A barrier after every build is cheap next to that: builds
   // are rare once a training loop has run its first step.
+  barrier_->run();
+}
+
+void GlooProcessGroup::Impl::unboundBarrier() {
   gloo::BarrierOptions opts(context_);
   opts.setTag(nextTag_++);
   opts.setTimeout(options.timeout);
@@ -490,20 +607,8 @@ void GlooProcessGroup::Impl::awaitEveryRankBuilt() {
 }
 
 bool GlooProcessGroup::Impl::everyRankHolds(int64_t id) {
-  // min(id) == max(id) >= 0, as one all-reduce of (id, -id) with min.
-  int64_t values[2] = {id, -id};
-  gloo::AllreduceOptions opts(context_);
-  opts.setOutput(values, 2);
-  opts.setReduceFunction([](void* out, const void* a, const void* b, size_t n) {
-    auto* o = static_cast<int64_t*>(out);
-    auto* x = static_cast<const int64_t*>(a);
-    auto* y = static_cast<const int64_t*>(b);
-    for (size_t i = 0; i < n; ++i) o[i] = std::min(x[i], y[i]);
-  });
-  opts.setTag(nextTag_++);
-  opts.setTimeout(options.timeout);
-  gloo::allreduce(opts);
-  return values[0] >= 0 && values[0] == -values[1];
+  const std::vector<int64_t> ids = exchange_->run(id);
+  return id >= 0 && std::all_of(ids.begin(), ids.end(), [&](int64_t other) { return other == id; });
 }
 
 template <typename T>
@@ -520,7 +625,8 @@ void GlooProcessGroup::Impl::allReduceInPieces(T* data, int64_t n, const char* u
     const int count = static_cast<int>(std::min(piece, n - offset));
     const int64_t bytes = int64_t(count) * int64_t(sizeof(T));
     const AllReduceAlgorithm algorithm = resolveAlgorithm(options.algorithm, size, bytes);
-    const std::string shape = std::string("all-reduce ") + units + " " + nameOf(algorithm) + " " + std::to_string(count);
+    const std::string shape =
+        std::string("all-reduce ") + units + " " + nameOf(algorithm) + " " + std::to_string(count);
     T* part = data + offset;
     void* result = runCached(shape, part, bytes, [&](void* memory) {
       return makeAllReduce<T>(context_, algorithm, static_cast<T*>(memory), count);
@@ -529,7 +635,8 @@ void GlooProcessGroup::Impl::allReduceInPieces(T* data, int64_t n, const char* u
   }
 }
 
-void GlooProcessGroup::Impl::broadcast(uint8_t* data, int64_t n, size_t elementSize, const char* units, int root) {
+void GlooProcessGroup::Impl::broadcast(uint8_t* data, int64_t n, size_t elementSize, const char* units,
+                                       int root) {
   checkCount("broadcast", n);
   if (root < 0 || root >= size)
     throw CommError("broadcast: root rank " + std::to_string(root) + " is outside the group of " +
@@ -593,7 +700,8 @@ void GlooProcessGroup::Impl::reduceScatterSum(float* data, const std::vector<int
       allReduceInPieces(data, total, "floats");
       return;
     }
-    const std::string shape = "reduce-scatter floats " + std::to_string(size) + " x " + std::to_string(counts[0]);
+    const std::string shape =
+        "reduce-scatter floats " + std::to_string(size) + " x " + std::to_string(counts[0]);
     const std::vector<int> split(static_cast<size_t>(size), static_cast<int>(counts[0]));
     void* result = runCached(shape, data, total * int64_t(sizeof(float)), [&](void* memory) {
       return std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
@@ -607,12 +715,7 @@ void GlooProcessGroup::Impl::reduceScatterSum(float* data, const std::vector<int
 
 void GlooProcessGroup::Impl::barrier() {
   if (size == 1) return;
-  collective("barrier", [&] {
-    gloo::BarrierOptions opts(context_);
-    opts.setTag(nextTag_++);
-    opts.setTimeout(options.timeout);
-    gloo::barrier(opts);
-  });
+  collective("barrier", [&] { barrier_->run(); });
 }
 
 // GlooProcessGroup ----------------------------------------------------------

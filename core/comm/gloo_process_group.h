@@ -11,8 +11,13 @@
 // reducing the same buckets every step does not rebuild them. Reduce-scatter
 // with equal counts is Gloo's halving-doubling one, kept the same way; with
 // uneven counts it is an all-reduce of the whole buffer (Gloo's own is wrong
-// for some uneven splits). Broadcast, all-gather and barrier are Gloo's
-// per-call collectives.
+// for some uneven splits). Broadcast and all-gather are Gloo's per-call
+// collectives; barrier is Gloo's all-to-all one, built once.
+//
+// Memory: the cache holds each kept algorithm's scratch (one to two times its
+// message, plus a copy for messages under 1 MiB); it keeps at most 32 small
+// ones, and large ones covering at most 1 GiB of messages, dropping the least
+// recently used.
 //
 // Failures: a peer that is gone or does not take part in time makes the call
 // throw CommError naming the operation and, where it can be known, the peer

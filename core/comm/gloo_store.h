@@ -8,11 +8,11 @@
 // Errors are the wrapped store's CommError, passed through unchanged.
 // Thread-safety: as the wrapped store's.
 #pragma once
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gloo/rendezvous/store.h>
 
 #include "core/comm/store.h"
 

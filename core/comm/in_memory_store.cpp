@@ -50,12 +50,13 @@ int64_t InMemoryStore::add(const std::string& key, int64_t delta) {
       const char* last = first + it->second.size();
       auto [end, ec] = std::from_chars(first, last, current);
       if (ec != std::errc() || end != last || it->second.empty())
-        throw CommError("cannot add to key '" + key + "': it holds a " + std::to_string(it->second.size()) +
-                        "-byte value that is not a decimal integer (use add() only on keys that only add() writes)");
+        throw CommError(
+            "cannot add to key '" + key + "': it holds a " + std::to_string(it->second.size()) +
+            "-byte value that is not a decimal integer (use add() only on keys that only add() writes)");
     }
     if (__builtin_add_overflow(current, delta, &sum))
-      throw CommError("cannot add " + std::to_string(delta) + " to key '" + key + "' (" + std::to_string(current) +
-                      "): the sum overflows a 64-bit integer");
+      throw CommError("cannot add " + std::to_string(delta) + " to key '" + key + "' (" +
+                      std::to_string(current) + "): the sum overflows a 64-bit integer");
     std::string text = std::to_string(sum);
     values_[key] = Bytes(text.begin(), text.end());
   }

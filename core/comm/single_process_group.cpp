@@ -9,7 +9,8 @@ namespace dtrain {
 namespace {
 
 void checkCount(const char* operation, int64_t n) {
-  if (n < 0) throw CommError(std::string(operation) + ": element count " + std::to_string(n) + " is negative");
+  if (n < 0)
+    throw CommError(std::string(operation) + ": element count " + std::to_string(n) + " is negative");
 }
 
 void checkRoot(const char* operation, int root) {

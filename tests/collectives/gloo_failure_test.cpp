@@ -1,0 +1,204 @@
+// Failures: a rank that never joins, one that skips a call, one that closes
+// its group mid-run. The others must throw CommError within the deadline,
+// saying what happened, and never crash or hang.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "collectives_test_util.h"
+#include "core/comm/in_memory_store.h"
+#include "core/errors.h"
+
+using namespace dtrain;
+using namespace dtrain::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Spins (briefly sleeping) until `flag` is set or `limit` passes.
+void awaitFlag(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (!flag.load() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
+}
+
+}  // namespace
+
+TEST_CASE("gloo failure: a rank that never joins fails the others' construction in time, naming it") {
+  const int size = 3;
+  InMemoryStore store;
+  std::vector<double> took(size, 0);
+  auto errors = runRanks(size, [&](int rank) {
+    if (rank == 2) return;  // never comes
+    auto start = std::chrono::steady_clock::now();
+    try {
+      GlooProcessGroup group(store, rank, size, testOptions("auto", 1s));
+    } catch (...) {
+      took[rank] = secondsSince(start);
+      throw;
+    }
+  });
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(errors[r]);
+    CHECK(has(errors[r], "rank 2 did not join within 1 s"));
+    CHECK(has(errors[r], "gloo group (rank " + std::to_string(r) + " of 3)"));
+    CHECK(took[r] >= 0.9);
+    CHECK(took[r] < 4.0);
+  }
+  CHECK(errors[2] == "");
+}
+
+TEST_CASE("gloo failure: a rank that skips a call makes the others' call throw within the timeout") {
+  const int size = 3;
+  InMemoryStore store;
+  std::vector<std::string> laterErrors(size);
+  std::vector<double> took(size, 0);
+  std::atomic<int> failed{0};
+  std::atomic<bool> othersDone{false};
+  auto errors = runRanks(size, [&](int rank) {
+    GlooProcessGroup group(store, rank, size, testOptions("auto", 1500ms));
+    std::vector<float> data(1001, 1.0f);
+    group.allReduceSum(data.data(), 1001);  // everyone takes part once
+    if (rank == 1) {
+      // Skips the second call, and keeps its group until the others gave up.
+      awaitFlag(othersDone, 10s);
+      return;
+    }
+    auto start = std::chrono::steady_clock::now();
+    try {
+      group.allReduceSum(data.data(), 1001);
+    } catch (const CommError&) {
+      took[rank] = secondsSince(start);
+      try {
+        group.barrier();  // a failed group refuses at once
+      } catch (const CommError& e) {
+        laterErrors[rank] = e.what();
+      }
+      if (++failed == size - 1) othersDone = true;
+      throw;
+    }
+  });
+  for (int r : {0, 2}) {
+    CAPTURE(errors[r]);
+    CHECK(has(errors[r], "all-reduce of 1001 floats: "));
+    CHECK((has(errors[r], "timed out after 1.5 s") || has(errors[r], "closed")));
+    CHECK(took[r] < 6.0);
+    CHECK(has(laterErrors[r], "barrier: the group failed earlier"));
+  }
+  // In the ring, rank 2 waits on rank 1 (the one that skipped) and names it;
+  // rank 0 waits on rank 2, which then has nothing to pass on.
+  CHECK(errors[2] == "all-reduce of 1001 floats: timed out after 1.5 s waiting for rank 1");
+  CHECK((has(errors[0], "waiting for rank 1") || has(errors[0], "waiting for rank 2") ||
+         has(errors[0], "connection to rank 2 closed")));
+  CHECK(errors[1] == "");
+}
+
+TEST_CASE("gloo failure: a rank that drops its group while failing makes the others throw promptly") {
+  const int size = 3;
+  InMemoryStore store;
+  std::vector<double> took(size, 0);
+  std::atomic<int> failed{0};
+  std::atomic<bool> othersDone{false};
+  auto errors = runRanks(size, [&](int rank) {
+    GlooProcessGroup group(store, rank, size, testOptions("auto", 5s));
+    std::vector<float> data(1001, 1.0f);
+    group.allReduceSum(data.data(), 1001);
+    if (rank == 2) throw std::runtime_error("rank 2 hit an error of its own");  // unwinds through the group
+    auto start = std::chrono::steady_clock::now();
+    try {
+      for (int step = 0; step < 3; ++step) group.allReduceSum(data.data(), 1001);
+    } catch (...) {
+      took[rank] = secondsSince(start);
+      // Keep this group until the other survivor failed too, so each sees
+      // only rank 2's connection close.
+      if (++failed == size - 1) othersDone = true;
+      awaitFlag(othersDone, 10s);
+      throw;
+    }
+  });
+  CHECK(errors[2] == "rank 2 hit an error of its own");
+  for (int r : {0, 1}) {
+    CAPTURE(errors[r]);
+    CHECK(errors[r] == "all-reduce of 1001 floats: connection to rank 2 closed (peer process gone?)");
+    // Well before the 5 s timeout: a closed connection is noticed at once.
+    CHECK(took[r] < 3.0);
+  }
+}
+
+TEST_CASE("gloo failure: a rank that destroys its group mid-run makes the others throw, not hang") {
+  const int size = 4;
+  InMemoryStore store;
+  std::vector<double> took(size, 0);
+  auto errors = runRanks(size, [&](int rank) {
+    auto group = std::make_unique<GlooProcessGroup>(store, rank, size, testOptions("auto", 1500ms));
+    std::vector<float> data((int64_t(1) << 18) + 1, 1.0f);  // in place, with the agreement step
+    group->allReduceSum(data.data(), static_cast<int64_t>(data.size()));
+    if (rank == 3) {
+      group.reset();  // an orderly close in the middle of the others' run
+      return;
+    }
+    auto start = std::chrono::steady_clock::now();
+    try {
+      group->allReduceSum(data.data(), static_cast<int64_t>(data.size()));
+    } catch (...) {
+      took[rank] = secondsSince(start);
+      throw;
+    }
+  });
+  CHECK(errors[3] == "");
+  for (int r = 0; r < 3; ++r) {
+    CAPTURE(errors[r]);
+    // Rank 3's goodbye waits for the others; theirs waits for rank 3's part
+    // of the all-reduce: whichever gives up first, rank 3 is the one named.
+    CHECK(has(errors[r], "all-reduce of 262145 floats: "));
+    CHECK((has(errors[r], "timed out after 1.5 s waiting for rank 3") ||
+           has(errors[r], "connection to rank 3 closed")));
+    CHECK(took[r] < 6.0);
+  }
+}
+
+TEST_CASE("gloo failure: bad options and arguments are refused with a clear message") {
+  InMemoryStore store;
+  GlooOptions options = testOptions("fastest");
+  CHECK_THROWS_WITH_AS(GlooProcessGroup(store, 0, 1, options),
+                       "gloo group (rank 0 of 1): unknown all-reduce algorithm 'fastest' "
+                       "(known: auto, ring, ring_chunked, halving_doubling, bcube)",
+                       CommError);
+  CHECK_THROWS_WITH_AS(GlooProcessGroup(store, 2, 2, testOptions()),
+                       "gloo group (rank 2 of 2): the rank must be between 0 and 1", CommError);
+  CHECK_THROWS_WITH_AS(GlooProcessGroup(store, 0, 1, testOptions("auto", 0ms)),
+                       "gloo group (rank 0 of 1): the timeout must be positive (it is 0 ms)", CommError);
+  GlooOptions elsewhere = testOptions();
+  elsewhere.address = "192.0.2.1";  // TEST-NET-1: not an address of this host
+  CHECK_THROWS_WITH_AS(GlooProcessGroup(store, 0, 1, elsewhere),
+                       doctest::Contains("cannot listen on address '192.0.2.1'"), CommError);
+
+  // A prefix an earlier group used holds stale addresses: refused.
+  { GlooProcessGroup first(store, 0, 1, testOptions()); }
+  CHECK_THROWS_WITH_AS(GlooProcessGroup(store, 0, 1, testOptions()),
+                       doctest::Contains("the store already holds a group under the prefix 'test'"),
+                       CommError);
+
+  const int size = 2;
+  InMemoryStore pairStore;
+  auto errors = runRanks(size, [&](int rank) {
+    GlooProcessGroup group(pairStore, rank, size, testOptions());
+    std::vector<float> data(4);
+    CHECK_THROWS_WITH_AS(group.broadcast(data.data(), 4, 2),
+                         "broadcast: root rank 2 is outside the group of 2 ranks", CommError);
+    CHECK_THROWS_WITH_AS(group.reduceScatterSum(data.data(), {4}),
+                         "reduce-scatter: 1 counts given for a group of 2 ranks (one count per rank)",
+                         CommError);
+    CHECK_THROWS_WITH_AS(group.reduceScatterSum(data.data(), {5, -1}),
+                         "reduce-scatter: element count -1 is negative", CommError);
+    CHECK_THROWS_WITH_AS(group.allGather(data.data(), -2, data.data()),
+                         "all-gather: element count -2 is negative", CommError);
+    // Refused arguments leave the group usable.
+    data.assign(4, static_cast<float>(rank + 1));
+    group.allReduceSum(data.data(), 4);
+    CHECK(data == std::vector<float>(4, 3.0f));
+  });
+  for (int r = 0; r < size; ++r) CHECK_MESSAGE(errors[r] == "", "rank " << r);
+}
