@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 #include "cli/commands.h"
 #include "cli/run_report.h"
@@ -25,10 +26,14 @@ std::string selfExecutable() {
 
 bool isMultiProcess(const JobConfig& job) { return job.strategy.type != "one_device"; }
 
-int runHostProcesses(const JobConfig& job, const std::vector<std::string>& worker_args, int node) {
+int runHostProcesses(const JobConfig& job, std::vector<std::string> command, const TrainerOptions& options,
+                     int node) {
+  if (options.quiet) command.push_back("-q");
+  if (options.fault_kill_at_step > 0)
+    command.insert(command.end(), {"--fault-kill-at-step", std::to_string(options.fault_kill_at_step)});
   HostRunOptions o;
   o.program = selfExecutable();
-  o.worker_args = worker_args;
+  o.worker_args = std::move(command);
   o.node = node;
   return runHost(job, o);
 }

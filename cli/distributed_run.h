@@ -17,8 +17,11 @@ namespace dtrain::cli {
 // True when the job runs as several processes.
 bool isMultiProcess(const JobConfig& job);
 
-// Starts this host's workers, each running `dtrain <worker_args>`; returns the exit code.
-int runHostProcesses(const JobConfig& job, const std::vector<std::string>& worker_args, int node);
+// Starts this host's workers, each running `dtrain <command>` with the
+// options that reach the workers (quiet, fault injection) appended; returns
+// the exit code.
+int runHostProcesses(const JobConfig& job, std::vector<std::string> command, const TrainerOptions& options,
+                     int node);
 
 // Trains as one rank of the run; `resume` is the checkpoint (read by the
 // chief; may be null on other ranks). Returns the exit code.

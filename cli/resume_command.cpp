@@ -15,11 +15,7 @@ int runResume(const ResumeArgs& args) {
   options.fault_kill_at_step = args.fault_kill_at_step;
   if (auto assignment = workerAssignmentFromEnv()) return runWorker(from.job, *assignment, &from, options);
   if (isMultiProcess(from.job)) {
-    std::vector<std::string> worker_args = {"resume", args.run_dir};
-    if (args.quiet) worker_args.push_back("-q");
-    if (args.fault_kill_at_step > 0)
-      worker_args.insert(worker_args.end(), {"--fault-kill-at-step", std::to_string(args.fault_kill_at_step)});
-    return runHostProcesses(from.job, worker_args, args.node);
+    return runHostProcesses(from.job, {"resume", args.run_dir}, options, args.node);
   }
   Trainer trainer(from.job, options);
   return reportOutcome(trainer.run(&from), from.job.job.run_dir);

@@ -46,12 +46,9 @@ int runTrain(const TrainArgs& args) {
   if (isMultiProcess(job)) {
     // Only the host holding the run directory (node 0) prepares it.
     if (!job.cluster.present || args.node <= 0) prepareRunDir(job.job.run_dir, args.overwrite);
-    std::vector<std::string> worker_args = {"train", args.job_file};
-    for (const std::string& o : args.overrides) worker_args.insert(worker_args.end(), {"--set", o});
-    if (args.quiet) worker_args.push_back("-q");
-    if (args.fault_kill_at_step > 0)
-      worker_args.insert(worker_args.end(), {"--fault-kill-at-step", std::to_string(args.fault_kill_at_step)});
-    return runHostProcesses(job, worker_args, args.node);
+    std::vector<std::string> command = {"train", args.job_file};
+    for (const std::string& o : args.overrides) command.insert(command.end(), {"--set", o});
+    return runHostProcesses(job, command, options, args.node);
   }
   prepareRunDir(job.job.run_dir, args.overwrite);
   Trainer trainer(job, options);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/util/worker_pool.h"
 
 namespace dtrain {
 
@@ -55,8 +56,7 @@ void BatchLoader::start(int64_t epoch, int64_t position) {
   if (epoch < 0) throw Error("BatchLoader: epoch " + std::to_string(epoch) + " is negative");
   if (position < 0 || position > share)
     throw Error("BatchLoader: resume position " + std::to_string(position) + " is outside this epoch's " +
-                std::to_string(share) +
-                " samples (was the checkpoint written for another dataset?)");
+                std::to_string(share) + " samples (was the checkpoint written for another dataset?)");
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++generation_;
@@ -80,8 +80,8 @@ bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t be
                        uint64_t generation) {
   if (!slot.full.data()) slot.full = Tensor::empty(data_.sampleShape().withBatch(capacity_));
   slot.batch.global_size = n;
-  // This shard's rows of the global batch, split as WorkerPool::split does.
-  const int64_t lo = n * shard_.rank / shard_.world, hi = n * (shard_.rank + 1) / shard_.world;
+  // This shard's rows of the global batch, split as the compute threads split theirs.
+  const auto [lo, hi] = WorkerPool::split(n, shard_.world, shard_.rank);
   slot.batch.global_offset = lo;
   begin += lo;
   n = hi - lo;

@@ -15,13 +15,10 @@
 #include "core/io/crc32.h"
 #include "core/launch/worker_env.h"
 #include "core/launch/worker_processes.h"
+#include "core/util/seconds.h"
 
 namespace dtrain {
 namespace {
-
-std::chrono::milliseconds millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-}
 
 // A fresh secret for a one-host run: only this host's workers know it.
 std::string randomToken() {
@@ -61,8 +58,9 @@ Plan planRun(const JobConfig& job, int node_option) {
   for (const ClusterHost& h : job.cluster.hosts) p.nodes.push_back(NodeLayout{h.address, h.slots});
   p.node = node_option >= 0 ? node_option : findLocalNode(job.cluster);
   if (p.node >= static_cast<int>(p.nodes.size()))
-    throw ConfigError("--node " + std::to_string(p.node) + " is outside the " + std::to_string(p.nodes.size()) +
-                      " [cluster] hosts (nodes 0.." + std::to_string(p.nodes.size() - 1) + ")");
+    throw ConfigError("--node " + std::to_string(p.node) + " is outside the " +
+                      std::to_string(p.nodes.size()) + " [cluster] hosts (nodes 0.." +
+                      std::to_string(p.nodes.size() - 1) + ")");
   std::string problem;
   std::optional<HostPort> hp = parseHostPort(job.cluster.coordinator, &problem);
   if (!hp) throw ConfigError("[cluster] coordinator: " + problem);
@@ -91,8 +89,8 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     sc.job_id = job_id;
     sc.token = plan.token;
     sc.nodes = plan.nodes;
-    sc.join_timeout = millis(job.cluster.join_timeout_s);
-    sc.heartbeat_timeout = millis(job.cluster.heartbeat_timeout_s);
+    sc.join_timeout = secondsToMillis(job.cluster.join_timeout_s);
+    sc.heartbeat_timeout = secondsToMillis(job.cluster.heartbeat_timeout_s);
     std::FILE* log = options.log;
     sc.log = [log](const std::string& line) {
       std::fprintf(log, "dtrain: coordinator: %s\n", line.c_str());
@@ -108,8 +106,8 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
   std::vector<WorkerLaunch> launches;
   for (int slot = 0; slot < me.slots; ++slot) {
     WorkerLaunch w;
-    w.label = "rank " + std::to_string(first_rank + slot) + " (node " + std::to_string(plan.node) + ", slot " +
-              std::to_string(slot) + ")";
+    w.label = "rank " + std::to_string(first_rank + slot) + " (node " + std::to_string(plan.node) +
+              ", slot " + std::to_string(slot) + ")";
     w.argv.push_back(options.program);
     w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
     w.env = workerEnvironment(
@@ -126,7 +124,8 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     return {};
   });
   if (!out.failure.empty()) {
-    std::fprintf(options.log, "dtrain: node %d: %s; stopped this host's workers\n", plan.node, out.failure.c_str());
+    std::fprintf(options.log, "dtrain: node %d: %s; stopped this host's workers\n", plan.node,
+                 out.failure.c_str());
     std::fflush(options.log);
   }
   return out.exit_code;

@@ -12,10 +12,11 @@
 namespace dtrain {
 
 struct HostRunOptions {
-  std::string program;                 // this executable, run once per worker
-  std::vector<std::string> worker_args;  // its arguments: the same command as this host's ("train", job, --set ...)
-  int node = -1;                       // -1: find this host among [cluster] hosts by its addresses
-  std::FILE* log = stderr;             // coordinator and failure lines
+  std::string program;  // this executable, run once per worker
+  std::vector<std::string>
+      worker_args;          // its arguments: the same command as this host's ("train", job, --set ...)
+  int node = -1;            // -1: find this host among [cluster] hosts by its addresses
+  std::FILE* log = stderr;  // coordinator and failure lines
 };
 
 // Runs the workers of this host to the end; returns the process exit code

@@ -27,17 +27,20 @@ int index(const char* name) {
   char* end = nullptr;
   long n = std::strtol(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || n < 0 || n > 1000000)
-    throw ConfigError(std::string("worker environment: ") + name + " must be a non-negative integer (got \"" + v +
-                      "\")");
+    throw ConfigError(std::string("worker environment: ") + name + " must be a non-negative integer (got \"" +
+                      v + "\")");
   return static_cast<int>(n);
 }
 
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> workerEnvironment(const WorkerAssignment& a) {
-  return {{kCoordinator, a.coordinator}, {kToken, a.token},
-          {kJob, a.job_id},              {kNode, std::to_string(a.node)},
-          {kSlot, std::to_string(a.slot)}, {kAddress, a.address},
+  return {{kCoordinator, a.coordinator},
+          {kToken, a.token},
+          {kJob, a.job_id},
+          {kNode, std::to_string(a.node)},
+          {kSlot, std::to_string(a.slot)},
+          {kAddress, a.address},
           {kLocalWorkers, std::to_string(a.local_workers)}};
 }
 
@@ -52,7 +55,8 @@ std::optional<WorkerAssignment> workerAssignmentFromEnv() {
   a.address = required(kAddress);
   a.local_workers = std::max(1, index(kLocalWorkers));
   // Children of this worker (none today) must not think they are workers too.
-  for (const char* name : {kCoordinator, kToken, kJob, kNode, kSlot, kAddress, kLocalWorkers}) ::unsetenv(name);
+  for (const char* name : {kCoordinator, kToken, kJob, kNode, kSlot, kAddress, kLocalWorkers})
+    ::unsetenv(name);
   return a;
 }
 

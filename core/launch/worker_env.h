@@ -14,8 +14,8 @@ struct WorkerAssignment {
   std::string job_id;
   int node = 0;
   int slot = 0;
-  int local_workers = 1;    // workers on this host: they share its cores
-  std::string address;      // this host's address: where its workers' collectives listen
+  int local_workers = 1;  // workers on this host: they share its cores
+  std::string address;    // this host's address: where its workers' collectives listen
 };
 
 std::vector<std::pair<std::string, std::string>> workerEnvironment(const WorkerAssignment& a);

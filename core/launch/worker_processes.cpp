@@ -50,7 +50,8 @@ std::string describeExit(int status) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     const char* abbrev = sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) + (abbrev ? " (SIG" + std::string(abbrev) + ")" : "");
+    return "was killed by signal " + std::to_string(sig) +
+           (abbrev ? " (SIG" + std::string(abbrev) + ")" : "");
   }
   return "ended with wait status " + std::to_string(status);
 }
@@ -99,6 +100,13 @@ void WorkerProcesses::start(const std::vector<WorkerLaunch>& workers) {
 void WorkerProcesses::stopAll(int sig) {
   for (Child& c : children_)
     if (c.running) ::kill(c.pid, sig);
+}
+
+void WorkerProcesses::endAll() {
+  stopAll(SIGTERM);
+  reapAll(grace_);
+  stopAll(SIGKILL);
+  reapAll(std::chrono::seconds(5));
 }
 
 void WorkerProcesses::reapAll(std::chrono::milliseconds within) {
@@ -150,10 +158,7 @@ WorkersOutcome WorkerProcesses::wait(const std::function<std::string()>& poll) {
           out.failure = c.label + " (pid " + std::to_string(c.pid) + ") " + describeExit(status);
           // End the others now: they would otherwise wait for the lost peer
           // until the collective deadline.
-          stopAll(SIGTERM);
-          reapAll(grace_);
-          stopAll(SIGKILL);
-          reapAll(std::chrono::seconds(5));
+          endAll();
           return out;
         }
       }
@@ -164,10 +169,7 @@ WorkersOutcome WorkerProcesses::wait(const std::function<std::string()>& poll) {
       if (!reason.empty()) {
         out.failure = reason;
         out.exit_code = 1;
-        stopAll(SIGTERM);
-        reapAll(grace_);
-        stopAll(SIGKILL);
-        reapAll(std::chrono::seconds(5));
+        endAll();
         return out;
       }
     }

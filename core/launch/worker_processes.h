@@ -8,24 +8,25 @@
 // Not thread-safe: one WorkerProcesses per host process, used from its main
 // thread.
 #pragma once
+#include <sys/types.h>
+
 #include <chrono>
 #include <functional>
 #include <string>
-#include <sys/types.h>
 #include <utility>
 #include <vector>
 
 namespace dtrain {
 
 struct WorkerLaunch {
-  std::string label;                  // "rank 3 (node 1, slot 1)": for messages
-  std::vector<std::string> argv;      // argv[0] is the program to run
+  std::string label;                                     // "rank 3 (node 1, slot 1)": for messages
+  std::vector<std::string> argv;                         // argv[0] is the program to run
   std::vector<std::pair<std::string, std::string>> env;  // added to this process's environment
 };
 
 struct WorkersOutcome {
-  int exit_code = 0;      // 0 when every worker succeeded, else the first failure's code (128+signal)
-  std::string failure;    // "rank 1 (node 0, slot 1, pid 4242) was killed by signal 9 (SIGKILL)"; "" when none
+  int exit_code = 0;    // 0 when every worker succeeded, else the first failure's code (128+signal)
+  std::string failure;  // "rank 1 (node 0, slot 1, pid 4242) was killed by signal 9 (SIGKILL)"; "" when none
 };
 
 class WorkerProcesses {
@@ -56,6 +57,8 @@ class WorkerProcesses {
     int status = 0;
   };
   void stopAll(int sig);
+  // SIGTERM, the grace period, then SIGKILL for any still running; reaps all.
+  void endAll();
   void reapAll(std::chrono::milliseconds within);
   std::vector<Child> children_;
   std::chrono::milliseconds grace_;

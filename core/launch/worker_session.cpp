@@ -7,14 +7,11 @@
 #include "core/comm/gloo_process_group.h"
 #include "core/comm/rendezvous_client.h"
 #include "core/errors.h"
+#include "core/util/seconds.h"
 #include "strategies/mirrored.h"
 
 namespace dtrain {
 namespace {
-
-std::chrono::milliseconds millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-}
 
 std::string hostName() {
   char buf[256] = {};
@@ -33,9 +30,9 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a) {
   req.slot = a.slot;
   req.pid = static_cast<int>(::getpid());
   ClientTimeouts t;
-  t.join = millis(job.cluster.join_timeout_s);
-  t.heartbeat_interval = millis(job.cluster.heartbeat_interval_s);
-  t.heartbeat_timeout = millis(job.cluster.heartbeat_timeout_s);
+  t.join = secondsToMillis(job.cluster.join_timeout_s);
+  t.heartbeat_interval = secondsToMillis(job.cluster.heartbeat_interval_s);
+  t.heartbeat_timeout = secondsToMillis(job.cluster.heartbeat_timeout_s);
   client_ = std::make_unique<RendezvousClient>(a.coordinator, req, t);
   const int node = a.node, slot = a.slot;
   client_->onAbort([this, node, slot](const std::string& reason) {
@@ -52,7 +49,7 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a) {
   GlooOptions g;
   g.algorithm = job.strategy.collective;
   g.address = a.address;
-  g.timeout = millis(job.cluster.collective_timeout_s);
+  g.timeout = secondsToMillis(job.cluster.collective_timeout_s);
   g.prefix = "gloo";
   group_ = std::make_shared<GlooProcessGroup>(*client_, rank_, world_, g);
   strategy_ = std::make_shared<MirroredStrategy>(job.strategy.type, group_);

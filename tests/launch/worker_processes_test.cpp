@@ -1,10 +1,11 @@
+#include "core/launch/worker_processes.h"
+
 #include <doctest/doctest.h>
 #include <signal.h>
 
 #include <chrono>
 
 #include "core/errors.h"
-#include "core/launch/worker_processes.h"
 
 using namespace dtrain;
 
@@ -30,14 +31,16 @@ TEST_CASE("workers: all succeed -> exit 0, no failure") {
 
 TEST_CASE("workers: the environment reaches the worker") {
   WorkerProcesses w;
-  w.start({WorkerLaunch{"rank 0", {"/bin/sh", "-c", "test \"$DTRAIN_TEST_VALUE\" = 42"}, {{"DTRAIN_TEST_VALUE", "42"}}}});
+  w.start({WorkerLaunch{
+      "rank 0", {"/bin/sh", "-c", "test \"$DTRAIN_TEST_VALUE\" = 42"}, {{"DTRAIN_TEST_VALUE", "42"}}}});
   CHECK(w.wait().exit_code == 0);
 }
 
 TEST_CASE("workers: one killed -> named, the others ended at once") {
   WorkerProcesses w(std::chrono::milliseconds(2000));
   auto t0 = std::chrono::steady_clock::now();
-  w.start({shell("rank 0 (node 0, slot 0)", "sleep 30"), shell("rank 1 (node 0, slot 1)", "sleep 0.2; kill -9 $$"),
+  w.start({shell("rank 0 (node 0, slot 0)", "sleep 30"),
+           shell("rank 1 (node 0, slot 1)", "sleep 0.2; kill -9 $$"),
            shell("rank 2 (node 0, slot 2)", "sleep 30")});
   WorkersOutcome out = w.wait();
   CHECK(secondsSince(t0) < 5.0);
@@ -69,7 +72,8 @@ TEST_CASE("workers: a poll reason stops everything") {
   auto t0 = std::chrono::steady_clock::now();
   w.start({shell("rank 0", "sleep 30"), shell("rank 1", "sleep 30")});
   int calls = 0;
-  WorkersOutcome out = w.wait([&] { return ++calls == 3 ? std::string("lost rank 5 (host b)") : std::string(); });
+  WorkersOutcome out =
+      w.wait([&] { return ++calls == 3 ? std::string("lost rank 5 (host b)") : std::string(); });
   CHECK(out.failure == "lost rank 5 (host b)");
   CHECK(out.exit_code != 0);
   CHECK(secondsSince(t0) < 5.0);

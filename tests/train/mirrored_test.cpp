@@ -20,6 +20,12 @@ double evalLoss(const std::string& run_dir) {
   return std::atof(r.output.c_str() + at + 7);
 }
 
+// The small job with one compute thread per process.
+std::string oneThread(std::string job) {
+  job.replace(job.find("threads = 2"), 11, "threads = 1");
+  return job;
+}
+
 std::string mirrored(int workers) {
   return "[strategy]\ntype = \"mirrored\"\nworkers = " + std::to_string(workers) + "\n";
 }
@@ -29,10 +35,7 @@ std::string mirrored(int workers) {
 TEST_CASE("mirrored: 2 workers x 1 thread = 1 process x 2 threads, bit for bit") {
   TempDir dir("mirrored_eq");
   writeFile(dir / "one.toml", smallJob(dir / "one"));
-  std::string two_job = smallJob(dir / "two", mirrored(2));
-  size_t t = two_job.find("threads = 2");
-  two_job.replace(t, 11, "threads = 1");
-  writeFile(dir / "two.toml", two_job);
+  writeFile(dir / "two.toml", oneThread(smallJob(dir / "two", mirrored(2))));
   REQUIRE(runDtrain({"train", dir / "one.toml", "-q", "--set", "train.epochs=2"}).exit_code == 0);
   RunResult two = runDtrain({"train", dir / "two.toml", "-q", "--set", "train.epochs=2"});
   INFO(two.output);
@@ -43,32 +46,28 @@ TEST_CASE("mirrored: 2 workers x 1 thread = 1 process x 2 threads, bit for bit")
 
 TEST_CASE("mirrored: 3 and 4 workers reach the weights of one worker within float tolerance") {
   TempDir dir("mirrored_n");
-  std::string one = smallJob(dir / "one");
-  one.replace(one.find("threads = 2"), 11, "threads = 1");
-  writeFile(dir / "one.toml", one);
+  writeFile(dir / "one.toml", oneThread(smallJob(dir / "one")));
   REQUIRE(runDtrain({"train", dir / "one.toml", "-q", "--set", "train.epochs=2"}).exit_code == 0);
   const double reference = evalLoss(dir / "one");
   for (int n : {3, 4}) {
     CAPTURE(n);
-    std::string job = smallJob(dir / ("w" + std::to_string(n)), mirrored(n));
-    job.replace(job.find("threads = 2"), 11, "threads = 1");
-    writeFile(dir / "job.toml", job);
+    writeFile(dir / "job.toml", oneThread(smallJob(dir / ("w" + std::to_string(n)), mirrored(n))));
     RunResult r = runDtrain({"train", dir / "job.toml", "-q", "--set", "train.epochs=2"});
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    CHECK(std::fabs(evalLoss(dir / ("w" + std::to_string(n))) - reference) < 1e-4 * std::fabs(reference) + 1e-6);
+    CHECK(std::fabs(evalLoss(dir / ("w" + std::to_string(n))) - reference) <
+          1e-4 * std::fabs(reference) + 1e-6);
   }
 }
 
 TEST_CASE("mirrored: kill -9 of a worker stops the run within seconds, naming the rank") {
   TempDir dir("mirrored_kill");
-  std::string job = smallJob(dir / "run", mirrored(2));
-  job.replace(job.find("threads = 2"), 11, "threads = 1");
-  writeFile(dir / "job.toml", job);
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", mirrored(2))));
   pid_t host = startDtrain({"train", dir / "job.toml", "-q", "--set", "train.epochs=200"}, dir / "log");
   // Wait until training has started (the first periodic checkpoint exists).
   REQUIRE(waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60));
-  std::string children = readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children");
+  std::string children =
+      readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children");
   pid_t worker = static_cast<pid_t>(std::atoi(children.c_str()));
   REQUIRE(worker > 0);
   auto t0 = std::chrono::steady_clock::now();
