@@ -231,6 +231,7 @@ class AllToAllExchange {
       round.received.assign(static_cast<size_t>(context.size), 0);  // before buffers point into it
       for (int peer = 0; peer < context.size; ++peer) {
         if (peer == context.rank) continue;
+        if (&round == &rounds_[0]) peers_.push_back(peer);
         auto& pair = context.getPair(peer);
         round.sends.push_back(pair->createSendBuffer(slot, &round.mine, sizeof(int64_t)));
         round.receives.push_back(pair->createRecvBuffer(slot, &round.received[peer], sizeof(int64_t)));
@@ -238,13 +239,20 @@ class AllToAllExchange {
     }
   }
 
-  // Collective: every rank's value, by rank.
-  std::vector<int64_t> run(int64_t mine) {
+  // Collective: every rank's value, by rank. While it waits for a peer,
+  // *waiting_for holds that peer's rank (left there if the wait fails, so
+  // the error names the rank itself rather than guessing from which
+  // connections look broken afterwards); -1 once all have answered.
+  std::vector<int64_t> run(int64_t mine, int* waiting_for) {
     Round& round = rounds_[next_];
     next_ ^= 1;
     round.mine = mine;
     for (auto& send : round.sends) send->send();
-    for (auto& receive : round.receives) receive->waitRecv();
+    for (size_t i = 0; i < round.receives.size(); ++i) {
+      *waiting_for = peers_[i];
+      round.receives[i]->waitRecv();
+    }
+    *waiting_for = -1;
     for (auto& send : round.sends) send->waitSend();
     std::vector<int64_t> all = round.received;
     all[static_cast<size_t>(rank_)] = mine;
@@ -258,6 +266,7 @@ class AllToAllExchange {
     std::vector<std::unique_ptr<gloo::transport::Buffer>> sends, receives;
   };
   const int rank_;
+  std::vector<int> peers_;  // receives[i] is from peers_[i], in rank order
   Round rounds_[2];
   int next_ = 0;
 };
@@ -328,6 +337,7 @@ class GlooProcessGroup::Impl {
   // barrier waits on peers in rank order, so its timeout names a missing rank.
   std::unique_ptr<gloo::BarrierAllToAll> barrier_;
   std::unique_ptr<AllToAllExchange> exchange_;
+  int waitingFor_ = -1;  // the rank exchange_ is (or was, when it failed) waiting for
   uint32_t nextTag_ = 1;
   std::string failure_;                 // the first failure; set = unusable
   std::list<CachedAlgorithm> staged_;   // most recently used first
@@ -486,7 +496,10 @@ std::string GlooProcessGroup::Impl::explain(std::exception_ptr error, bool probe
   const bool timedOut = contains(message, "timeout") || contains(message, "Timed out");
   const bool closed = contains(message, "closed") || contains(message, "reset by peer") ||
                       contains(message, "Broken pipe") || contains(message, "Read error");
-  std::vector<int> peers = probePeers ? brokenPeers() : std::vector<int>{};
+  // A failed wait on a known peer names it; otherwise look for the broken connections.
+  std::vector<int> peers = waitingFor_ >= 0 ? std::vector<int>{waitingFor_}
+                           : probePeers     ? brokenPeers()
+                                            : std::vector<int>{};
   if (timedOut) {
     // A timed-out wait closes the one connection it waited on; a timed-out
     // per-call collective closes them all, and then no one rank is to blame.
@@ -607,7 +620,7 @@ void GlooProcessGroup::Impl::unboundBarrier() {
 }
 
 bool GlooProcessGroup::Impl::everyRankHolds(int64_t id) {
-  const std::vector<int64_t> ids = exchange_->run(id);
+  const std::vector<int64_t> ids = exchange_->run(id, &waitingFor_);
   return id >= 0 && std::all_of(ids.begin(), ids.end(), [&](int64_t other) { return other == id; });
 }
 
