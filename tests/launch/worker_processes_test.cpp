@@ -11,6 +11,8 @@ using namespace dtrain;
 
 namespace {
 
+// Long-running scripts `exec` their sleep: a shell's orphaned child would
+// outlive the kill and hold the test runner's output pipe open.
 WorkerLaunch shell(const std::string& label, const std::string& script) {
   return WorkerLaunch{label, {"/bin/sh", "-c", script}, {}};
 }
@@ -39,9 +41,9 @@ TEST_CASE("workers: the environment reaches the worker") {
 TEST_CASE("workers: one killed -> named, the others ended at once") {
   WorkerProcesses w(std::chrono::milliseconds(2000));
   auto t0 = std::chrono::steady_clock::now();
-  w.start({shell("rank 0 (node 0, slot 0)", "sleep 30"),
+  w.start({shell("rank 0 (node 0, slot 0)", "exec sleep 30"),
            shell("rank 1 (node 0, slot 1)", "sleep 0.2; kill -9 $$"),
-           shell("rank 2 (node 0, slot 2)", "sleep 30")});
+           shell("rank 2 (node 0, slot 2)", "exec sleep 30")});
   WorkersOutcome out = w.wait();
   CHECK(secondsSince(t0) < 5.0);
   CHECK(out.exit_code == 137);
@@ -52,7 +54,7 @@ TEST_CASE("workers: one killed -> named, the others ended at once") {
 
 TEST_CASE("workers: a failing exit status is reported with its code") {
   WorkerProcesses w(std::chrono::milliseconds(2000));
-  w.start({shell("rank 0", "exit 3"), shell("rank 1", "sleep 30")});
+  w.start({shell("rank 0", "exit 3"), shell("rank 1", "exec sleep 30")});
   WorkersOutcome out = w.wait();
   CHECK(out.exit_code == 3);
   CHECK(out.failure.find("exited with status 3") != std::string::npos);
@@ -61,7 +63,7 @@ TEST_CASE("workers: a failing exit status is reported with its code") {
 TEST_CASE("workers: a worker ignoring SIGTERM is killed after the grace period") {
   WorkerProcesses w(std::chrono::milliseconds(300));
   auto t0 = std::chrono::steady_clock::now();
-  w.start({shell("rank 0", "exit 1"), shell("rank 1", "trap '' TERM; sleep 30")});
+  w.start({shell("rank 0", "exit 1"), shell("rank 1", "trap '' TERM; exec sleep 30")});
   WorkersOutcome out = w.wait();
   CHECK(out.exit_code == 1);
   CHECK(secondsSince(t0) < 5.0);
@@ -70,7 +72,7 @@ TEST_CASE("workers: a worker ignoring SIGTERM is killed after the grace period")
 TEST_CASE("workers: a poll reason stops everything") {
   WorkerProcesses w(std::chrono::milliseconds(2000));
   auto t0 = std::chrono::steady_clock::now();
-  w.start({shell("rank 0", "sleep 30"), shell("rank 1", "sleep 30")});
+  w.start({shell("rank 0", "exec sleep 30"), shell("rank 1", "exec sleep 30")});
   int calls = 0;
   WorkersOutcome out =
       w.wait([&] { return ++calls == 3 ? std::string("lost rank 5 (host b)") : std::string(); });
