@@ -20,11 +20,20 @@ enum class InitKind { Zeros, HeNormal, GlorotUniform };
 
 // One trainable tensor of a layer, as the layer declares it after setup().
 struct ParamSpec {
-  std::string name;   // local name: "weight", "bias"
+  std::string name;  // local name: "weight", "bias"
   Shape shape;
   InitKind init = InitKind::Zeros;
   int64_t fan_in = 0;
   int64_t fan_out = 0;
+};
+
+// Receives Model::backward's progress: layerDone(i) once node i's backward
+// has finished, so its parameter gradients are final for this pass. Called
+// from the thread running backward; must be cheap.
+class BackwardListener {
+ public:
+  virtual ~BackwardListener() = default;
+  virtual void layerDone(int node) = 0;
 };
 
 // Per-call facts a layer may need.
@@ -36,6 +45,9 @@ struct LayerContext {
   uint64_t seed = 0;
   int64_t sample_offset = 0;  // index of this slice's first sample in the global batch
   int layer_index = 0;
+  // Told after each layer's backward (multi-process runs start reducing the
+  // gradients that are final while backward goes on); null = nobody listens.
+  class BackwardListener* backward_listener = nullptr;
 };
 
 class Layer {

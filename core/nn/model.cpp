@@ -238,6 +238,7 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
       const float* src = g.data();
       for (int64_t k = 0, m = g.numel(); k < m; ++k) dst[k] += src[k];
     }
+    if (ctx.backward_listener) ctx.backward_listener->layerDone(i);
   }
 }
 

@@ -42,6 +42,8 @@ class Model {
   const Tensor& forward(const Tensor& input, const LayerContext& ctx);
   // Backward from the gradient of the loss w.r.t. the output (same shape as forward's
   // result). Parameter gradients accumulate into the bound gradient buffer.
+  // Nodes run in reverse order; ctx.backward_listener, when set, hears
+  // layerDone(i) after each node that computes anything.
   void backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx);
 
   const std::vector<Node>& nodes() const { return nodes_; }

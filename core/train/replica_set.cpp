@@ -26,7 +26,8 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   }
 }
 
-BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale) {
+BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
+                                   BackwardListener* listener) {
   const int64_t n = batch.size;
   const int parts = pool_.size();
   pool_.run([&](int t) {
@@ -41,6 +42,8 @@ BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t s
       ctx.training = training;
       ctx.seed = seed;
       ctx.sample_offset = batch.global_offset + start;  // dropout masks follow the global row
+      // Gradients are final only after the replica's last piece.
+      ctx.backward_listener = start + len == end ? listener : nullptr;
       const Tensor& logits = r.model->forward(input, ctx);
       Tensor dlogits = r.dlogits.narrow(0, len);
       int64_t correct = 0;
@@ -50,14 +53,18 @@ BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t s
       r.figures.samples += len;
       if (training) r.model->backward(input, dlogits, ctx);
     }
+    if (training && listener && begin == end) {  // nothing to compute: its gradients stay zero
+      for (int i = static_cast<int>(r.model->nodes().size()) - 1; i >= 0; --i) listener->layerDone(i);
+    }
   });
   BatchFigures total;
   for (const Replica& r : replicas_) total += r.figures;
   return total;
 }
 
-BatchFigures ReplicaSet::trainStep(const Batch& batch, uint64_t step_seed, float grad_scale) {
-  return runSlices(batch, true, step_seed, grad_scale);
+BatchFigures ReplicaSet::trainStep(const Batch& batch, uint64_t step_seed, float grad_scale,
+                                   BackwardListener* listener) {
+  return runSlices(batch, true, step_seed, grad_scale, listener);
 }
 
 void ReplicaSet::sumGradients(int64_t begin, int64_t end) {
@@ -71,6 +78,6 @@ void ReplicaSet::sumGradients(int64_t begin, int64_t end) {
   }
 }
 
-BatchFigures ReplicaSet::evaluate(const Batch& batch) { return runSlices(batch, false, 0, 0.0f); }
+BatchFigures ReplicaSet::evaluate(const Batch& batch) { return runSlices(batch, false, 0, 0.0f, nullptr); }
 
 }  // namespace dtrain

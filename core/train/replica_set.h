@@ -48,7 +48,10 @@ class ReplicaSet {
   // Forward and backward over the batch: each replica adds the gradient of its
   // samples' loss (scaled by grad_scale, usually 1/batch) to its own buffer.
   // The buffers must be zero before (they start so; see sumGradients).
-  BatchFigures trainStep(const Batch& batch, uint64_t step_seed, float grad_scale);
+  // `listener` (optional) hears every replica finish each layer's backward,
+  // also replicas whose slice of the batch is empty.
+  BatchFigures trainStep(const Batch& batch, uint64_t step_seed, float grad_scale,
+                         BackwardListener* listener = nullptr);
   // For grads()[begin, end): adds the other replicas' gradients into replica 0's,
   // in replica order (so the result does not depend on timing), and zeroes
   // theirs for the next step. Ranges may be processed by different threads.
@@ -66,7 +69,8 @@ class ReplicaSet {
     Tensor dlogits;
     BatchFigures figures;
   };
-  BatchFigures runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale);
+  BatchFigures runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
+                         BackwardListener* listener);
 
   WorkerPool pool_;
   ParamStore store_;

@@ -16,6 +16,7 @@
 #include "core/train/evaluate.h"
 #include "core/train/metrics_log.h"
 #include "core/train/model_checkpoint.h"
+#include "core/train/overlapped_reducer.h"
 #include "core/train/progress.h"
 #include "core/train/replica_set.h"
 #include "core/train/resume_point.h"
@@ -45,6 +46,7 @@ struct Trainer::Impl {
   std::shared_ptr<Strategy> strategy;
   std::unique_ptr<Dataset> train_data, test_data;
   std::unique_ptr<ReplicaSet> replicas;
+  std::unique_ptr<OverlappedReducer> reducer;  // multi-process runs only
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<BatchLoader> loader;
@@ -87,6 +89,7 @@ struct Trainer::Impl {
       replicas->store().initialize(job.job.seed);
     }
     shareChiefState();
+    if (strategy->worldSize() > 1) startReducer();
 
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
     loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, job.data.prefetch,
@@ -117,7 +120,29 @@ struct Trainer::Impl {
     strategy->broadcastFromChief(chiefs, sizeof chiefs);
     if (std::string(chiefs) != mine)
       throw CommError("parameter layouts differ: rank " + std::to_string(strategy->rank()) + " has " + mine +
-                      ", rank 0 has " + chiefs + "; start every worker from the same job file and dtrain build");
+                      ", rank 0 has " + chiefs +
+                      "; start every worker from the same job file and dtrain build");
+  }
+
+  // ", 2 ranks, gradients all-reduced in 3 buckets ..." for multi-process runs.
+  std::string rankSummary() const {
+    if (!reducer) return "";
+    return " per rank, " + std::to_string(strategy->worldSize()) + " ranks, gradients all-reduced in " +
+           std::to_string(reducer->buckets().size()) + " buckets during backward";
+  }
+
+  // Gradients of the last layers travel while backward computes the first.
+  void startReducer() {
+    constexpr int64_t kFirstBucketBytes = 1 << 20;
+    auto bucket_bytes = static_cast<int64_t>(job.strategy.bucket_mb * (1 << 20));
+    std::vector<GradientBucket> buckets =
+        planGradientBuckets(replicas->model(), replicas->store(), bucket_bytes, kFirstBucketBytes);
+    int nodes = static_cast<int>(replicas->model().nodes().size());
+    reducer = std::make_unique<OverlappedReducer>(
+        std::move(buckets), replicas->threads(), nodes, [this](int64_t begin, int64_t end) {
+          replicas->sumGradients(begin, end);
+          strategy->reduceGradients(replicas->grads().data() + begin, end - begin);
+        });
   }
 
   // Every rank starts from the chief's weights, optimizer state and position
@@ -149,7 +174,8 @@ struct Trainer::Impl {
 
   void evaluate() {
     if (state.step == last_eval_step) return;
-    last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data.prefetch, *strategy);
+    last_eval =
+        evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data.prefetch, *strategy);
     last_eval_step = state.step;
     if (last_eval.accuracy > state.best_test_accuracy) state.best_test_accuracy = last_eval.accuracy;
     MetricsRecord r;
@@ -171,7 +197,20 @@ struct Trainer::Impl {
   // One optimizer update from the batch; returns its figures.
   BatchFigures step(const Batch& batch, double lr) {
     uint64_t step_seed = splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
-    BatchFigures f = replicas->trainStep(batch, step_seed, 1.0f / static_cast<float>(batch.global_size));
+    const float grad_scale = 1.0f / static_cast<float>(batch.global_size);
+    BatchFigures f;
+    if (reducer) {
+      reducer->beginStep();
+      try {
+        f = replicas->trainStep(batch, step_seed, grad_scale, reducer.get());
+      } catch (...) {
+        reducer->cancel();
+        throw;
+      }
+      reducer->finish();  // summed over replicas and ranks
+    } else {
+      f = replicas->trainStep(batch, step_seed, grad_scale);
+    }
     ParamStore& store = replicas->store();
     float* params = store.params().data();
     float* grads = replicas->grads().data();
@@ -198,11 +237,13 @@ struct Trainer::Impl {
       return f;
     }
     std::vector<double> partial(static_cast<size_t>(pool.size()), 0.0);
-    pool.run([&](int t) {
-      auto [b, e] = range(t);
-      replicas->sumGradients(b, e);
-    });
-    strategy->reduceGradients(grads, store.size());
+    if (!reducer) {
+      pool.run([&](int t) {
+        auto [b, e] = range(t);
+        replicas->sumGradients(b, e);
+      });
+      strategy->reduceGradients(grads, store.size());
+    }
     float clip = 1.0f;
     if (job.train.grad_clip_norm > 0) {
       pool.run([&](int t) {
@@ -226,7 +267,7 @@ struct Trainer::Impl {
     if (state.step == 0)
       say("training " + job.job.name + ": " + std::to_string(replicas->store().count()) + " parameters, " +
           std::to_string(train_data->size()) + " training samples, " + std::to_string(steps_per_epoch) +
-          " steps/epoch, " + std::to_string(job.job.threads) + " threads");
+          " steps/epoch, " + std::to_string(job.job.threads) + " threads" + rankSummary());
     else
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");

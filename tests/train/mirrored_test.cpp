@@ -44,6 +44,28 @@ TEST_CASE("mirrored: 2 workers x 1 thread = 1 process x 2 threads, bit for bit")
         readFile(dir / "one/checkpoints/latest/model.safetensors"));
 }
 
+TEST_CASE("mirrored: gradients reduced in per-layer buckets during backward give the same weights") {
+  // 1 KB buckets: every layer is its own bucket, all-reduced while backward
+  // still runs on the layers before it.
+  TempDir dir("mirrored_buckets");
+  writeFile(dir / "one.toml", smallJob(dir / "one"));
+  REQUIRE(runDtrain({"train", dir / "one.toml", "-q", "--set", "train.epochs=2"}).exit_code == 0);
+  const double reference = evalLoss(dir / "one");
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    std::string run = "b" + std::to_string(n);
+    writeFile(dir / "job.toml", oneThread(smallJob(dir / run, mirrored(n))));
+    RunResult r = runDtrain(
+        {"train", dir / "job.toml", "-q", "--set", "train.epochs=2", "--set", "strategy.bucket_mb=0.001"});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    if (n == 2)
+      CHECK(readFile(dir / (run + "/checkpoints/latest/model.safetensors")) ==
+            readFile(dir / "one/checkpoints/latest/model.safetensors"));
+    CHECK(std::fabs(evalLoss(dir / run) - reference) < 1e-4 * std::fabs(reference) + 1e-6);
+  }
+}
+
 TEST_CASE("mirrored: 3 and 4 workers reach the weights of one worker within float tolerance") {
   TempDir dir("mirrored_n");
   writeFile(dir / "one.toml", oneThread(smallJob(dir / "one")));
