@@ -102,7 +102,8 @@ struct Trainer::Impl {
       epochs = job.train.epochs;
       total_steps = epochs * steps_per_epoch;
     }
-    std::filesystem::create_directories(job.job.run_dir);
+    // Only rank 0 writes there (other hosts need not share the file system).
+    if (chief()) std::filesystem::create_directories(job.job.run_dir);
     if (chief()) metrics = std::make_unique<MetricsLog>(job.job.run_dir, resume ? state.step : -1);
     progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
   }
