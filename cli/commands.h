@@ -40,10 +40,13 @@ struct EvalArgs {
 int runEval(const EvalArgs& args);
 
 struct ResumeArgs {
-  std::string run_dir;
+  std::string run_dir;                 // a run directory (or one of its checkpoints)
+  std::vector<std::string> overrides;  // --set: only keys that may change on resume (resume_overrides.h)
+  std::string job_file;  // --job: [strategy], [cluster], ... from this file; the rest must match
   bool quiet = false;
   int64_t fault_kill_at_step = 0;
   int node = -1;
+  std::string resolved_job;  // workers only: the job their host resolved, as TOML text
 };
 int runResume(const ResumeArgs& args);
 

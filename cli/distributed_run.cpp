@@ -4,13 +4,18 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <memory>
 #include <utility>
 
 #include "cli/commands.h"
 #include "cli/run_report.h"
+#include "core/config/launch_env.h"
 #include "core/errors.h"
 #include "core/launch/host_run.h"
+#include "core/launch/launcher_run.h"
 #include "core/launch/worker_session.h"
+#include "core/util/seconds.h"
 
 namespace dtrain::cli {
 namespace {
@@ -39,13 +44,14 @@ int runHostProcesses(const JobConfig& job, std::vector<std::string> command, con
 }
 
 int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, const ResumePoint* resume,
-              TrainerOptions options) {
+              TrainerOptions options, const WorkerHooks& hooks) {
   JobConfig job = configured;
   // threads = 0 means "the cores": shared by this host's workers.
   if (job.job.threads == 0) job.job.threads = std::max(1, resolveThreads(0) / assignment.local_workers);
-  WorkerSession session(job, assignment);
+  WorkerSession session(job, assignment, hooks.before_abort_exit);
   options.strategy = session.strategy();
   try {
+    if (session.rank() == 0 && hooks.prepare_on_rank0) hooks.prepare_on_rank0();
     Trainer trainer(job, options);
     TrainOutcome outcome = trainer.run(session.rank() == 0 ? resume : nullptr);
     session.leave();
@@ -58,6 +64,43 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
     if (dynamic_cast<const ConfigError*>(&e)) throw ConfigError(what);
     throw Error(what);
   }
+}
+
+std::optional<int> runUnderLauncher(const JobConfig& job, const ResumePoint* resume, TrainerOptions options,
+                                    const std::function<void()>& prepare_on_rank0) {
+  // A worker of a host's dtrain inherits the launcher's variables of its host
+  // process; its own assignment says who it is.
+  if (startedAsWorker()) return std::nullopt;
+  std::optional<LaunchEnv> env = detectLaunchEnv();
+  if (!env || env->world_size == 1) return std::nullopt;
+  LauncherRun run = planLauncherRun(job, *env);
+  std::unique_ptr<LauncherCoordinator> coordinator;
+  if (env->rank == 0) {
+    if (!options.quiet)
+      for (const std::string& note : run.notes) std::printf("%s\n", note.c_str());
+    std::fflush(stdout);
+    coordinator = std::make_unique<LauncherCoordinator>(job, run);
+  }
+  WorkerHooks hooks;
+  hooks.prepare_on_rank0 = prepare_on_rank0;
+  if (coordinator) hooks.before_abort_exit = [c = coordinator.get()] { c->lingerAfterFailure(); };
+  int code = kExitFailure;
+  try {
+    code = runWorker(job, run.assignment, resume, options, hooks);
+  } catch (...) {
+    if (coordinator) coordinator->lingerAfterFailure();
+    throw;
+  }
+  if (!coordinator) return code;
+  // The others still need the coordinator to leave; a rank lost meanwhile is a failed run.
+  auto within = secondsToMillis(job.cluster.collective_timeout_s + job.cluster.heartbeat_timeout_s);
+  if (std::optional<std::string> failure = coordinator->awaitOthers(within)) {
+    std::fprintf(stderr, "dtrain: rank 0 (%s): the run did not end cleanly: %s\n",
+                 run.assignment.label.c_str(), failure->c_str());
+    coordinator->lingerAfterFailure();
+    return code == kExitOk ? kExitPeerLost : code;
+  }
+  return code;
 }
 
 }  // namespace dtrain::cli

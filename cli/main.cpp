@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/bench_command.h"
 #include "cli/commands.h"
 #include "core/errors.h"
 
@@ -38,12 +39,32 @@ int main(int argc, char** argv) {
       ->required();
   eval_cmd->add_flag("--json", eval.json, "Print one JSON object {loss, accuracy, samples}");
 
+  BenchAllreduceArgs bench_allreduce;
+  auto* bench_allreduce_cmd = addBenchCommand(app, bench_allreduce);
+
   ResumeArgs resume;
   auto* resume_cmd = app.add_subcommand("resume", "Continue a run from its latest complete checkpoint");
   resume_cmd->add_option("run_dir", resume.run_dir, "Run directory (job.run_dir)")->required();
+  resume_cmd
+      ->add_option(
+          "--set", resume.overrides,
+          "Change how the run goes on: [strategy], [cluster], job.threads, job.device, train.steps, "
+          "train.epochs, eval/checkpoint/log cadence (--set strategy.workers=3); other keys are fixed "
+          "by the checkpoint")
+      ->take_all()
+      ->allow_extra_args(false);  // one value per --set, so RUN_DIR may follow
+  resume_cmd->add_option(
+      "--job", resume.job_file,
+      "Take those keys from this job file (e.g. [cluster] naming the hosts left); its other "
+      "keys must equal the checkpoint's. Hosts other than node 0 need only this file, no "
+      "checkpoint");
   resume_cmd->add_flag("-q,--quiet", resume.quiet, "No progress output");
-  resume_cmd->add_option("--node", resume.node, "Multi-host runs: this host's index among [cluster] hosts");
+  resume_cmd->add_option(
+      "--node", resume.node,
+      "Multi-host runs: this host's index among [cluster] hosts (default: found by address)");
   resume_cmd->add_option("--fault-kill-at-step", resume.fault_kill_at_step)->group("");
+  // How a host hands its workers the job it resolved; not shown in --help.
+  resume_cmd->add_option("--resolved-job", resume.resolved_job)->group("");
 
   try {
     app.parse(argc, argv);
@@ -55,6 +76,7 @@ int main(int argc, char** argv) {
     if (*train_cmd) return runTrain(train);
     if (*check_cmd) return runCheck(check);
     if (*eval_cmd) return runEval(eval);
+    if (*bench_allreduce_cmd) return runBenchAllreduce(bench_allreduce);
     if (*resume_cmd) return runResume(resume);
   } catch (const dtrain::ConfigError& e) {
     std::fprintf(stderr, "dtrain: error: %s\n", e.what());

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/distributed_run.h"
 #include "cli/run_report.h"
+#include "core/config/local_node.h"
 #include "core/config/parse_job.h"
 #include "core/config/validate_job.h"
 #include "core/errors.h"
@@ -43,12 +44,20 @@ int runTrain(const TrainArgs& args) {
   options.fault_kill_at_step = args.fault_kill_at_step;
   // A worker started by a host's dtrain: the host has prepared the run directory.
   if (auto assignment = workerAssignmentFromEnv()) return runWorker(job, *assignment, nullptr, options);
+  // Started by srun, mpirun or torchrun as one rank of the run.
+  if (auto code =
+          runUnderLauncher(job, nullptr, options, [&] { prepareRunDir(job.job.run_dir, args.overwrite); }))
+    return *code;
   if (isMultiProcess(job)) {
-    // Only the host holding the run directory (node 0) prepares it.
-    if (!job.cluster.present || args.node <= 0) prepareRunDir(job.job.run_dir, args.overwrite);
+    // Only node 0 writes the run directory, so only it may prepare (and with
+    // --overwrite empty) it: on a shared filesystem another host doing so would
+    // delete node 0's run. A host told nothing finds its node first.
+    int node = args.node;
+    if (job.cluster.present && node < 0) node = findLocalNode(job.cluster);
+    if (!job.cluster.present || node == 0) prepareRunDir(job.job.run_dir, args.overwrite);
     std::vector<std::string> command = {"train", args.job_file};
     for (const std::string& o : args.overrides) command.insert(command.end(), {"--set", o});
-    return runHostProcesses(job, command, options, args.node);
+    return runHostProcesses(job, command, options, node);
   }
   prepareRunDir(job.job.run_dir, args.overwrite);
   Trainer trainer(job, options);

@@ -105,6 +105,8 @@ LaunchEnv readTorchrun(const EnvReader& env) {
       env.fail("MASTER_PORT must be a port in [1, 65535] (got " + quoteString(*port) + ")");
     out.coordinator = joinHostPort(host, p);
   }
+  out.coordinator_port_taken = env.get("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
+  out.launch_id = env.get("TORCHELASTIC_RUN_ID").value_or("");
   return out;
 }
 
@@ -118,6 +120,8 @@ LaunchEnv readOpenMpi(const EnvReader& env) {
   out.local_world_size = env.optionalInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1).value_or(-1);
   checkRanks(env, out, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
              "OMPI_COMM_WORLD_LOCAL_SIZE");
+  // Open MPI 4 names the job in an MCA variable; Open MPI 5 by its PMIx namespace.
+  out.launch_id = env.get("OMPI_MCA_orte_ess_jobid").value_or(env.get("PMIX_NAMESPACE").value_or(""));
   return out;
 }
 
@@ -174,6 +178,11 @@ LaunchEnv readSlurm(const EnvReader& env) {
   }
   checkRanks(env, out, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
              env.has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_NTASKS_PER_NODE");
+  // One allocation runs many steps (one per srun): the step tells them apart.
+  if (std::optional<std::string> job = env.get("SLURM_JOB_ID")) {
+    out.launch_id = *job;
+    if (std::optional<std::string> step = env.get("SLURM_STEP_ID")) out.launch_id += "." + *step;
+  }
   return out;
 }
 

@@ -18,6 +18,13 @@ struct LaunchEnv {
   int node = -1;              // this node's index, when the launcher says; else -1
   // "host:port" from MASTER_ADDR/MASTER_PORT when set; "" = use [cluster] coordinator.
   std::string coordinator;
+  // True when torchrun's agent itself serves a store on MASTER_PORT
+  // (TORCHELASTIC_USE_AGENT_STORE=True): that port is taken, and MASTER_ADDR
+  // is the agent's host, not necessarily rank 0's.
+  bool coordinator_port_taken = false;
+  // The launcher's id of this launch (SLURM_JOB_ID, Open MPI's job id,
+  // TORCHELASTIC_RUN_ID): the same for every process of one launch; "" when unknown.
+  std::string launch_id;
 };
 
 // Reads the launcher's variables through `getenv_fn` (std::getenv, or a fake
@@ -27,10 +34,13 @@ struct LaunchEnv {
 // size, a local rank outside the node's share) or one the launcher always sets
 // is missing.
 //   torchrun: RANK, WORLD_SIZE, LOCAL_RANK; LOCAL_WORLD_SIZE, GROUP_RANK (or
-//             NODE_RANK), MASTER_ADDR + MASTER_PORT optional
-//   mpirun:   OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK; _LOCAL_SIZE optional
-//   slurm:    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; SLURM_NODEID and
-//             SLURM_STEP_TASKS_PER_NODE (or SLURM_NTASKS_PER_NODE) optional
+//             NODE_RANK), MASTER_ADDR + MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE,
+//             TORCHELASTIC_RUN_ID optional
+//   mpirun:   OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK; _LOCAL_SIZE and the
+//             job id (OMPI_MCA_orte_ess_jobid, or PMIX_NAMESPACE) optional
+//   slurm:    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; SLURM_NODEID,
+//             SLURM_STEP_TASKS_PER_NODE (or SLURM_NTASKS_PER_NODE) and
+//             SLURM_JOB_ID (with SLURM_STEP_ID) optional
 std::optional<LaunchEnv> detectLaunchEnv(const std::function<const char*(const char*)>& getenv_fn);
 std::optional<LaunchEnv> detectLaunchEnv();  // from this process's environment
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -38,6 +39,25 @@ std::string randomToken() {
   return hex;
 }
 
+bool isLoopback(const std::string& address) { return address.rfind("127.", 0) == 0 || address == "::1"; }
+
+// This host's workers listen for their peers' collectives on its [cluster]
+// address. A name that resolves to loopback here (Debian's /etc/hosts maps
+// the machine's own name to 127.0.1.1) would have the peers on other hosts
+// dial their own loopback and wait out the collective timeout: refuse it now.
+void requireReachableAddress(const ClusterSection& cluster, int node) {
+  const std::string& address = cluster.hosts[static_cast<size_t>(node)].address;
+  std::vector<std::string> resolved = resolveHostAddresses(address);
+  if (resolved.empty() || std::find_if_not(resolved.begin(), resolved.end(), isLoopback) != resolved.end())
+    return;
+  std::string list;
+  for (const std::string& a : resolved) list += (list.empty() ? "" : ", ") + a;
+  throw ConfigError("[cluster] hosts[" + std::to_string(node) + "] address '" + address +
+                    "' (this host, node " + std::to_string(node) + ") resolves to loopback here (" + list +
+                    "), which the other hosts cannot reach; list this host by an address they reach, "
+                    "or map its name to that address in /etc/hosts");
+}
+
 struct Plan {
   std::vector<NodeLayout> nodes;
   int node = 0;
@@ -61,6 +81,7 @@ Plan planRun(const JobConfig& job, int node_option) {
     throw ConfigError("--node " + std::to_string(p.node) + " is outside the " +
                       std::to_string(p.nodes.size()) + " [cluster] hosts (nodes 0.." +
                       std::to_string(p.nodes.size() - 1) + ")");
+  if (p.nodes.size() > 1) requireReachableAddress(job.cluster, p.node);
   std::string problem;
   std::optional<HostPort> hp = parseHostPort(job.cluster.coordinator, &problem);
   if (!hp) throw ConfigError("[cluster] coordinator: " + problem);
@@ -110,8 +131,15 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
               ", slot " + std::to_string(slot) + ")";
     w.argv.push_back(options.program);
     w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
-    w.env = workerEnvironment(
-        WorkerAssignment{plan.coordinator, plan.token, job_id, plan.node, slot, me.slots, me.address});
+    WorkerAssignment a;
+    a.coordinator = plan.coordinator;
+    a.token = plan.token;
+    a.job_id = job_id;
+    a.node = plan.node;
+    a.slot = slot;
+    a.local_workers = me.slots;
+    a.address = me.address;
+    w.env = workerEnvironment(a);
     launches.push_back(std::move(w));
   }
   // After a failure the others cannot finish a step anyway: a short grace.
@@ -124,8 +152,14 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     return {};
   });
   if (!out.failure.empty()) {
-    std::fprintf(options.log, "dtrain: node %d: %s; stopped this host's workers\n", plan.node,
-                 out.failure.c_str());
+    // A worker that exited (not one killed by a signal) stopped on the
+    // coordinator's abort or sent one: its reason names the rank (and host)
+    // that was lost or failed first.
+    std::string why = out.failure;
+    if (server && out.exit_code < 128) {
+      if (auto reason = server->aborted()) why = "the run was stopped: " + *reason;
+    }
+    std::fprintf(options.log, "dtrain: node %d: %s; stopped this host's workers\n", plan.node, why.c_str());
     std::fflush(options.log);
   }
   return out.exit_code;

@@ -44,6 +44,8 @@ std::vector<std::pair<std::string, std::string>> workerEnvironment(const WorkerA
           {kLocalWorkers, std::to_string(a.local_workers)}};
 }
 
+bool startedAsWorker() { return std::getenv(kCoordinator) != nullptr; }
+
 std::optional<WorkerAssignment> workerAssignmentFromEnv() {
   if (!std::getenv(kCoordinator)) return std::nullopt;
   WorkerAssignment a;

@@ -16,11 +16,18 @@ struct WorkerAssignment {
   int slot = 0;
   int local_workers = 1;  // workers on this host: they share its cores
   std::string address;    // this host's address: where its workers' collectives listen
+  // How messages name this worker, after its rank; "" = "node N, slot S".
+  // Not passed in the environment: a launcher's workers set it themselves.
+  // (= {} keeps aggregate initialisers that stop before it free of warnings.)
+  std::string label = {};
 };
 
 std::vector<std::pair<std::string, std::string>> workerEnvironment(const WorkerAssignment& a);
 // The assignment this process was started with, or nullopt when it was not
 // started as a worker. Throws ConfigError for a malformed variable.
 std::optional<WorkerAssignment> workerAssignmentFromEnv();
+// True when this process was started by a host's dtrain as one of its workers
+// (its assignment variables are set); reads without consuming them.
+bool startedAsWorker();
 
 }  // namespace dtrain

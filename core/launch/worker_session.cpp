@@ -21,7 +21,8 @@ std::string hostName() {
 
 }  // namespace
 
-WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a) {
+WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
+                             std::function<void()> before_abort_exit) {
   JoinRequest req;
   req.job_id = a.job_id;
   req.token = a.token;
@@ -34,13 +35,14 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a) {
   t.heartbeat_interval = secondsToMillis(job.cluster.heartbeat_interval_s);
   t.heartbeat_timeout = secondsToMillis(job.cluster.heartbeat_timeout_s);
   client_ = std::make_unique<RendezvousClient>(a.coordinator, req, t);
-  const int node = a.node, slot = a.slot;
-  client_->onAbort([this, node, slot](const std::string& reason) {
+  const std::string label =
+      a.label.empty() ? "node " + std::to_string(a.node) + ", slot " + std::to_string(a.slot) : a.label;
+  client_->onAbort([this, label, before_abort_exit](const std::string& reason) {
     // Called on the client's thread while the main thread may be blocked in
     // a collective: report and leave now.
-    std::fprintf(stderr, "dtrain: rank %d (node %d, slot %d): stopping: %s\n", rank_, node, slot,
-                 reason.c_str());
+    std::fprintf(stderr, "dtrain: rank %d (%s): stopping: %s\n", rank_, label.c_str(), reason.c_str());
     std::fflush(stderr);
+    if (before_abort_exit) before_abort_exit();
     ::_exit(kExitPeerLost);
   });
   Membership m = client_->join();

@@ -5,6 +5,7 @@
 // it and exits at once (a blocked collective cannot be unwound safely; the
 // latest checkpoint is complete or not yet published, never half-written).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,7 +24,12 @@ constexpr int kExitPeerLost = 3;
 class WorkerSession {
  public:
   // Joins (waits for the whole group) and connects the process group.
-  WorkerSession(const JobConfig& job, const WorkerAssignment& assignment);
+  // `before_abort_exit` (may be empty) runs on the rendezvous client's thread
+  // just before the process exits on an abort notice: rank 0 of a launcher
+  // run uses it to keep the coordinator it serves up while the notice
+  // reaches the others.
+  WorkerSession(const JobConfig& job, const WorkerAssignment& assignment,
+                std::function<void()> before_abort_exit = {});
   ~WorkerSession();
   WorkerSession(const WorkerSession&) = delete;
   WorkerSession& operator=(const WorkerSession&) = delete;

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "core/train/checkpoint_layout.h"
+
 namespace dtrain {
 
 ResumePoint loadResumePoint(const std::string& path, std::vector<std::string>* warnings) {
@@ -12,6 +14,16 @@ ResumePoint loadResumePoint(const std::string& path, std::vector<std::string>* w
   // original command was started from.
   p.job.job.run_dir = std::filesystem::path(p.checkpoint.dir).parent_path().parent_path().string();
   return p;
+}
+
+std::string runDirOfPath(const std::string& path) {
+  std::string run = path;
+  while (run.size() > 1 && run.back() == '/') run.pop_back();
+  std::filesystem::path p(run);
+  const std::string name = p.filename().string();
+  if (name == kLatestLinkName || parseStepDirName(name) >= 0) return p.parent_path().parent_path().string();
+  if (name == kCheckpointsDirName) return p.parent_path().string();
+  return run;
 }
 
 }  // namespace dtrain

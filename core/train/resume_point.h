@@ -20,4 +20,11 @@ struct ResumePoint {
 // loadLatestCheckpoint). Checkpoints skipped as corrupt are described in *warnings.
 ResumePoint loadResumePoint(const std::string& path, std::vector<std::string>* warnings);
 
+// The run directory `path` names, from the text alone (the directory need not
+// exist): the path itself, or for `RUN/checkpoints`, `RUN/checkpoints/latest`
+// and `RUN/checkpoints/step-XXXXXXXX`, RUN. For a run directory or one of those
+// it is the run_dir loadResumePoint gives, so a host that holds no checkpoint
+// names the run as node 0 does.
+std::string runDirOfPath(const std::string& path);
+
 }  // namespace dtrain

@@ -1,0 +1,144 @@
+#include "cli/bench_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/distributed_run.h"
+#include "core/bench/allreduce_timing.h"
+#include "core/comm/gloo_process_group.h"
+#include "core/errors.h"
+#include "core/io/json.h"
+#include "core/launch/worker_session.h"
+#include "strategies/mirrored.h"
+
+namespace dtrain::cli {
+namespace {
+
+constexpr double kBytesPerMb = 1e6;
+
+int64_t elementsOf(const BenchAllreduceArgs& args) {
+  auto n = static_cast<int64_t>(args.mb * kBytesPerMb / sizeof(float));
+  if (n < 1)
+    throw ConfigError("--mb " + jsonNumber(args.mb) +
+                      " is less than one float32 (4 bytes); use a larger --mb");
+  return n;
+}
+
+// The job the ranks run under: a mirrored run of `ranks` workers on this
+// host, as `dtrain train` would make for [strategy] type = "mirrored".
+JobConfig benchJob(const BenchAllreduceArgs& args) {
+  JobConfig job;
+  job.job.name = "bench_allreduce";
+  job.job.threads = 1;
+  job.strategy.type = "mirrored";
+  job.strategy.workers = args.ranks;
+  job.strategy.collective = args.collective;
+  // A rank that cannot start shows at once (the host sees it exit); this
+  // bounds only a rank that starts and never joins.
+  job.cluster.join_timeout_s = 60;
+  return job;
+}
+
+// The command each rank runs: this one, so it measures the same thing.
+std::vector<std::string> rankCommand(const BenchAllreduceArgs& args) {
+  std::vector<std::string> c = {"bench",        "allreduce",
+                                "--ranks",      std::to_string(args.ranks),
+                                "--mb",         jsonNumber(args.mb),
+                                "--iters",      std::to_string(args.iters),
+                                "--warmup",     std::to_string(args.warmup),
+                                "--collective", args.collective};
+  if (args.json) c.push_back("--json");
+  return c;
+}
+
+void report(const BenchAllreduceArgs& args, int world, int64_t elements, const AllReduceTiming& t) {
+  const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
+  const std::string algorithm = GlooProcessGroup::allReduceAlgorithmFor(args.collective, world, bytes);
+  // Algorithm bandwidth: the message over the time, as nccl-tests and
+  // Gloo's own benchmark report it.
+  const double gb_per_s = t.median() > 0 ? static_cast<double>(bytes) / t.median() / 1e9 : 0.0;
+  if (args.json) {
+    std::vector<double> ms;
+    for (double s : t.seconds) ms.push_back(s * 1e3);
+    JsonWriter w;
+    w.add("ranks", world);
+    w.add("bytes", bytes);
+    w.add("elements", elements);
+    w.add("collective", args.collective);
+    w.add("algorithm", algorithm);
+    w.add("warmup", args.warmup);
+    w.add("iters", args.iters);
+    w.add("median_ms", t.median() * 1e3);
+    w.add("min_ms", t.min() * 1e3);
+    w.add("max_ms", t.max() * 1e3);
+    w.add("algorithm_gb_per_s", gb_per_s);
+    w.add("times_ms", ms);
+    w.add("verified", true);
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf(
+        "all-reduce of %g MB (%lld float32) between %d ranks on loopback, gloo %s: median %.2f ms, "
+        "min %.2f ms, max %.2f ms over %d calls after %d warm-up; %.2f GB/s; every result verified\n",
+        static_cast<double>(bytes) / kBytesPerMb, static_cast<long long>(elements), world, algorithm.c_str(),
+        t.median() * 1e3, t.min() * 1e3, t.max() * 1e3, args.iters, args.warmup, gb_per_s);
+  }
+  std::fflush(stdout);
+}
+
+// One rank: join as a mirrored run's worker does, measure, rank 0 reports.
+int runRank(const BenchAllreduceArgs& args, const WorkerAssignment& assignment) {
+  const JobConfig job = benchJob(args);
+  WorkerSession session(job, assignment);
+  try {
+    auto* mirrored = dynamic_cast<MirroredStrategy*>(session.strategy().get());
+    if (!mirrored) throw Error("the worker session made no mirrored strategy to measure");
+    AllReduceTimingOptions o;
+    o.elements = elementsOf(args);
+    o.warmup = args.warmup;
+    o.iters = args.iters;
+    AllReduceTiming timing = timeAllReduce(mirrored->group(), o);
+    if (session.rank() == 0) report(args, session.worldSize(), o.elements, timing);
+    session.leave();
+    return kExitOk;
+  } catch (const std::exception& e) {
+    // The others would otherwise wait for this rank at the next barrier.
+    std::string what = "rank " + std::to_string(session.rank()) + ": " + e.what();
+    session.abort(what);
+    throw Error(what);
+  }
+}
+
+}  // namespace
+
+CLI::App* addBenchCommand(CLI::App& app, BenchAllreduceArgs& args) {
+  auto* bench = app.add_subcommand("bench", "Measure collective speed");
+  bench->require_subcommand(1);
+  auto* allreduce = bench->add_subcommand(
+      "allreduce", "Time an all-reduce of float32 between worker processes on this host (Gloo on loopback)");
+  allreduce->add_option("--ranks", args.ranks, "Worker processes (default 2)")
+      ->check(CLI::Range(2, kAllReduceTimingMaxRanks));
+  allreduce->add_option("--mb", args.mb, "Message size per rank in MB of 10^6 bytes (default 100)")
+      ->check(CLI::PositiveNumber);
+  allreduce->add_option("--iters", args.iters, "Timed calls (default 10)")->check(CLI::Range(1, 500));
+  allreduce->add_option("--warmup", args.warmup, "Untimed calls first (default 2)")
+      ->check(CLI::Range(0, 100));
+  allreduce
+      ->add_option("--collective", args.collective,
+                   "All-reduce algorithm: auto (by size, as training uses), ring, ring_chunked, "
+                   "halving_doubling or bcube")
+      ->check(CLI::IsMember({"auto", "ring", "ring_chunked", "halving_doubling", "bcube"}));
+  allreduce->add_flag("--json", args.json, "Print one JSON object (times in ms) instead of a sentence");
+  return allreduce;
+}
+
+int runBenchAllreduce(const BenchAllreduceArgs& args) {
+  elementsOf(args);  // a bad size is reported once, by the host, before any rank starts
+  if (auto assignment = workerAssignmentFromEnv()) return runRank(args, *assignment);
+  return runHostProcesses(benchJob(args), rankCommand(args), TrainerOptions{}, -1);
+}
+
+}  // namespace dtrain::cli

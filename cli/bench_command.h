@@ -1,0 +1,32 @@
+// `dtrain bench allreduce`: measures collective speed between worker
+// processes on this host, started and connected exactly as a mirrored run's
+// are (rendezvous on loopback, Gloo over TCP), so the figure is what a
+// training step's gradient all-reduce gets. Rank 0 prints the result.
+#pragma once
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace dtrain::cli {
+
+struct BenchAllreduceArgs {
+  int ranks = 2;
+  double mb = 100.0;  // message size per rank in MB (10^6 bytes) of float32
+  int iters = 10;
+  int warmup = 2;
+  std::string collective = "auto";  // a [strategy] collective value, or ring_chunked
+  bool json = false;
+};
+
+// Adds `bench` with its `allreduce` subcommand to `app`; returns the
+// `allreduce` subcommand (true after parsing when it was chosen). `args` is
+// filled by the parse and must outlive it.
+CLI::App* addBenchCommand(CLI::App& app, BenchAllreduceArgs& args);
+
+// The host side starts the ranks and returns the run's exit code; a process
+// started as one of the ranks measures and (rank 0) prints.
+int runBenchAllreduce(const BenchAllreduceArgs& args);
+
+}  // namespace dtrain::cli
