@@ -203,8 +203,10 @@ void RendezvousClient::leave() {
   if (channel_.abortReason()) return;  // nothing left to end cleanly
   wire::Leave m;
   m.generation = activeGeneration("leave");
-  expectAnswer<wire::Ok>(quickCall(m, "a leave"), "a leave");
+  // Heartbeats stop first: one sent after the Leave would be refused by the
+  // coordinator ("already left"), which this channel takes for an abort.
   channel_.stopHeartbeats();
+  expectAnswer<wire::Ok>(quickCall(m, "a leave"), "a leave");
   std::lock_guard<std::mutex> lock(state_mutex_);
   left_ = true;
 }

@@ -68,6 +68,13 @@ bool allDigits(const std::string& s) {
 }  // namespace
 
 void readClusterHosts(JobConfig& job, const toml::node& node, const ValueOrigin& where) {
+  // The short form (hosts = "10.0.0.1:2,10.0.0.2:2") in a file too, as on --set.
+  if (auto* text = node.as_string()) {
+    ValueOrigin at_text = where;
+    at_text.fixed = where.at(node);  // every entry is reported at the string
+    readClusterHosts(job, hostListToArray(text->get()), at_text);
+    return;
+  }
   auto* array = node.as_array();
   if (!array)
     failAt(where.at(node), std::string("[cluster] hosts must be an array of tables ([[cluster.hosts]] or [") +

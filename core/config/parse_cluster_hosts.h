@@ -14,7 +14,8 @@ namespace dtrain {
 // Replaces job.cluster.hosts with the entries of `node` and records where each
 // was written: job.positions gets "cluster.hosts", "cluster.hosts[i].address"
 // and "cluster.hosts[i].slots" (those given). Throws ConfigError when the node
-// is not an array of tables, an entry lacks an address, has an unknown key
+// is neither an array of tables nor the short text form (see hostListToArray),
+// an entry lacks an address, has an unknown key
 // (with a "did you mean") or a value of the wrong type. Values are checked by
 // validate_job.h.
 void readClusterHosts(JobConfig& job, const toml::node& node, const ValueOrigin& where);

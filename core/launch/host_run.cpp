@@ -94,7 +94,11 @@ Plan planRun(const JobConfig& job, int node_option) {
 }  // namespace
 
 std::string runJobId(const JobConfig& job) {
-  std::string toml = jobToToml(job);
+  // Only rank 0 writes to the run directory, and other hosts may name it by
+  // another path (a different mount, a relative path from another directory).
+  JobConfig digested = job;
+  digested.job.run_dir.clear();
+  std::string toml = jobToToml(digested);
   char hex[9];
   std::snprintf(hex, sizeof hex, "%08x", crc32Update(0, toml.data(), toml.size()));
   return job.job.name + "-" + hex;

@@ -25,8 +25,8 @@ struct HostRunOptions {
 int runHost(const JobConfig& job, const HostRunOptions& options);
 
 // The id every worker of a run presents: the job name and a digest of its
-// resolved job file, so workers started from different job files never join
-// one run.
+// resolved job file (all but the run directory, which only rank 0 uses), so
+// workers started from different job files never join one run.
 std::string runJobId(const JobConfig& job);
 
 }  // namespace dtrain

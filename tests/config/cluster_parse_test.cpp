@@ -101,6 +101,19 @@ TEST_CASE("hosts can be an inline array of tables") {
   CHECK(job.posOf("cluster.hosts[1].slots").str() == "job.toml:4:20");
 }
 
+TEST_CASE("hosts can be the short text form, as on --set") {
+  JobConfig job =
+      parseJobString("[cluster]\ntoken = \"abc\"\nhosts = \"10.0.0.1:2, node7, [fe80::1]:4\"\n", "job.toml");
+  REQUIRE(job.cluster.hosts.size() == 3);
+  CHECK(job.cluster.hosts[0].address == "10.0.0.1");
+  CHECK(job.cluster.hosts[0].slots == 2);
+  CHECK(job.cluster.hosts[1].address == "node7");
+  CHECK(job.cluster.hosts[2].address == "fe80::1");
+  CHECK(job.cluster.hosts[2].slots == 4);
+  CHECK(job.posOf("cluster.hosts").str() == "job.toml:3:9");
+  CHECK(job.cluster.hosts[2].pos.str() == "job.toml:3:9");
+}
+
 TEST_CASE("[[cluster.hosts]] alone is a [cluster]") {
   JobConfig job = parseJobString("[[cluster.hosts]]\naddress = \"a\"\n", "job.toml");
   CHECK(job.cluster.present);
@@ -135,9 +148,11 @@ TEST_CASE("misspelt cluster keys and host-entry keys get a suggestion") {
 }
 
 TEST_CASE("malformed hosts are reported with the entry's index") {
-  CHECK(configErrorOf([] { parseJobString("[cluster]\nhosts = \"10.0.0.1\"\n", "job.toml"); }) ==
+  CHECK(configErrorOf([] { parseJobString("[cluster]\nhosts = 3\n", "job.toml"); }) ==
         "job.toml:2:9: [cluster] hosts must be an array of tables ([[cluster.hosts]] or [{ address = "
-        "\"10.0.0.1\", slots = 2 }, ...]) (got string \"10.0.0.1\")");
+        "\"10.0.0.1\", slots = 2 }, ...]) (got integer 3)");
+  CHECK(configErrorOf([] { parseJobString("[cluster]\nhosts = \"a:2, b:x\"\n", "job.toml"); }) ==
+        "job.toml:2:9: [cluster] hosts[1].slots must be an integer (got string \"x\")");
   CHECK(configErrorOf([] { parseJobString("[cluster]\nhosts = [\"10.0.0.1\"]\n", "job.toml"); }) ==
         "job.toml:2:10: [cluster] hosts[0] must be a table like { address = \"10.0.0.1\", slots = 2 } (got "
         "string \"10.0.0.1\")");
