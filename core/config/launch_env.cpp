@@ -157,6 +157,27 @@ std::vector<int> tasksPerNode(const EnvReader& env, const char* name, const std:
   return counts;
 }
 
+// The job step's id; older Slurm names the variable SLURM_STEPID.
+std::optional<std::string> slurmStepId(const EnvReader& env) {
+  std::optional<std::string> step = env.get("SLURM_STEP_ID");
+  return step ? step : env.get("SLURM_STEPID");
+}
+
+// Whether this process is a task of an srun job step. A batch script (sbatch)
+// or an salloc shell has SLURM_PROCID=0 and SLURM_NTASKS=N too, without srun
+// having started N tasks: taken for rank 0 of N there, `dtrain train` would
+// wait for peers that never come. Only srun's tasks carry an ordinary step id;
+// the batch script (4294967294), extern (4294967295), interactive (4294967290)
+// and pending (4294967293) steps have ids near 2^32, and Slurm keeps the ids
+// from 4294967280 up for such special steps. No step id, or one that is not a
+// number, shows no srun step either.
+bool inSrunStep(const EnvReader& env) {
+  constexpr unsigned long long kFirstSpecialStepId = 4294967280ULL;
+  std::optional<std::string> step = slurmStepId(env);
+  if (!step || step->size() > 10 || step->find_first_not_of("0123456789") != std::string::npos) return false;
+  return std::stoull(*step) < kFirstSpecialStepId;
+}
+
 LaunchEnv readSlurm(const EnvReader& env) {
   const char* because = "SLURM_PROCID is";
   LaunchEnv out;
@@ -181,7 +202,7 @@ LaunchEnv readSlurm(const EnvReader& env) {
   // One allocation runs many steps (one per srun): the step tells them apart.
   if (std::optional<std::string> job = env.get("SLURM_JOB_ID")) {
     out.launch_id = *job;
-    if (std::optional<std::string> step = env.get("SLURM_STEP_ID")) out.launch_id += "." + *step;
+    if (std::optional<std::string> step = slurmStepId(env)) out.launch_id += "." + *step;
   }
   return out;
 }
@@ -200,13 +221,15 @@ std::optional<LaunchEnv> detectLaunchEnv(const std::function<const char*(const c
   //   the same rank. srun direct launch sets no OMPI_COMM_WORLD_* (Open MPI
   //   fills those in at MPI_Init, which dtrain does not call), so Slurm runs
   //   are not mistaken for mpirun.
-  // - then Slurm.
+  // - then Slurm, and only inside an srun job step (inSrunStep): the batch
+  //   script or salloc shell that typed `dtrain train` is one process, not
+  //   rank 0 of the allocation's tasks.
   EnvReader torchrun(getenv_fn, "torchrun");
   if (torchrun.has("RANK") && torchrun.has("WORLD_SIZE")) return readTorchrun(torchrun);
   EnvReader mpirun(getenv_fn, "mpirun");
   if (mpirun.has("OMPI_COMM_WORLD_RANK")) return readOpenMpi(mpirun);
   EnvReader slurm(getenv_fn, "slurm");
-  if (slurm.has("SLURM_PROCID")) return readSlurm(slurm);
+  if (slurm.has("SLURM_PROCID") && inSrunStep(slurm)) return readSlurm(slurm);
   return std::nullopt;
 }
 

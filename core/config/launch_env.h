@@ -40,7 +40,11 @@ struct LaunchEnv {
 //             job id (OMPI_MCA_orte_ess_jobid, or PMIX_NAMESPACE) optional
 //   slurm:    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; SLURM_NODEID,
 //             SLURM_STEP_TASKS_PER_NODE (or SLURM_NTASKS_PER_NODE) and
-//             SLURM_JOB_ID (with SLURM_STEP_ID) optional
+//             SLURM_JOB_ID optional. Only inside an srun job step: SLURM_STEP_ID
+//             (or SLURM_STEPID) set to an ordinary step number. A batch script's
+//             or salloc shell's SLURM_* (no step id, or a special one >=
+//             4294967280, such as the batch step's 4294967294) are ignored: that
+//             shell is one process, not rank 0 of the allocation's tasks.
 std::optional<LaunchEnv> detectLaunchEnv(const std::function<const char*(const char*)>& getenv_fn);
 std::optional<LaunchEnv> detectLaunchEnv();  // from this process's environment
 

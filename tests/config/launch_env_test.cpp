@@ -29,11 +29,19 @@ std::string errorOf(const Env& env) {
 const Env kTorchrun = {
     {"RANK", "5"},       {"WORLD_SIZE", "8"},         {"LOCAL_RANK", "1"},     {"LOCAL_WORLD_SIZE", "4"},
     {"GROUP_RANK", "1"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
+// Task 6 of an srun step (step 0) of 7 tasks over 2 nodes.
 const Env kSlurm = {{"SLURM_PROCID", "6"},
                     {"SLURM_NTASKS", "7"},
                     {"SLURM_LOCALID", "2"},
                     {"SLURM_NODEID", "1"},
-                    {"SLURM_STEP_TASKS_PER_NODE", "4,3"}};
+                    {"SLURM_STEP_TASKS_PER_NODE", "4,3"},
+                    {"SLURM_STEP_ID", "0"}};
+// What an sbatch script's shell sees of a 4-task allocation: Slurm's variables
+// for its own single process (task 0 of the batch step), no srun step.
+const Env kSlurmBatchShell = {{"SLURM_JOB_ID", "77"},         {"SLURM_PROCID", "0"},
+                              {"SLURM_NTASKS", "4"},          {"SLURM_LOCALID", "0"},
+                              {"SLURM_NODEID", "0"},          {"SLURM_NTASKS_PER_NODE", "2"},
+                              {"SLURM_STEP_ID", "4294967294"}};
 const Env kOpenMpi = {{"OMPI_COMM_WORLD_RANK", "3"},
                       {"OMPI_COMM_WORLD_SIZE", "4"},
                       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
@@ -50,7 +58,7 @@ TEST_CASE("no launcher variables, no launch environment") {
   CHECK_FALSE(detect({}).has_value());
   CHECK_FALSE(detect({{"RANK", "1"}}).has_value());  // RANK alone is not a launch
   CHECK_FALSE(detect({{"RANK", ""}, {"WORLD_SIZE", ""}, {"SLURM_PROCID", ""}}).has_value());  // empty = unset
-  CHECK_FALSE(detect({{"SLURM_JOB_ID", "77"}, {"SLURM_NTASKS", "4"}}).has_value());  // salloc shell, no task
+  CHECK_FALSE(detect({{"SLURM_JOB_ID", "77"}, {"SLURM_NTASKS", "4"}}).has_value());  // no task, no step
 }
 
 TEST_CASE("torchrun variables") {
@@ -111,6 +119,45 @@ TEST_CASE("Slurm variables") {
   CHECK(detect(per_node)->local_world_size == 4);
 }
 
+TEST_CASE("Slurm is the launcher only inside an srun step, not in the batch script or salloc shell") {
+  CHECK_FALSE(detect(kSlurmBatchShell).has_value());
+  // salloc's shell (and an sbatch script on older Slurm) carries no step id at all.
+  Env no_step = kSlurmBatchShell;
+  no_step.erase("SLURM_STEP_ID");
+  CHECK_FALSE(detect(no_step).has_value());
+  // Every special step id (extern, batch, interactive, pending, and the
+  // rest of the range Slurm keeps for them) is not srun's.
+  for (const char* special : {"4294967295", "4294967294", "4294967293", "4294967290", "4294967280"}) {
+    CAPTURE(special);
+    CHECK_FALSE(detect(merged(kSlurmBatchShell, {{"SLURM_STEP_ID", special}})).has_value());
+    CHECK_FALSE(detect(merged(kSlurm, {{"SLURM_STEP_ID", special}})).has_value());
+  }
+  // A step id that is not a number does not show an srun step either.
+  CHECK_FALSE(detect(merged(kSlurm, {{"SLURM_STEP_ID", "batch"}})).has_value());
+  CHECK_FALSE(detect(merged(kSlurm, {{"SLURM_STEP_ID", "-1"}})).has_value());
+
+  // `srun dtrain ...` from that script: an ordinary step id, up to the last one below the special ones.
+  for (const char* step : {"0", "3", "4294967279"}) {
+    CAPTURE(step);
+    std::optional<LaunchEnv> env = detect(merged(kSlurm, {{"SLURM_STEP_ID", step}}));
+    REQUIRE(env);
+    CHECK(env->source == "slurm");
+    CHECK(env->rank == 6);
+    CHECK(env->world_size == 7);
+  }
+  // Older Slurm names it SLURM_STEPID; SLURM_STEP_ID, when there, decides.
+  Env old_name = kSlurm;
+  old_name.erase("SLURM_STEP_ID");
+  old_name["SLURM_STEPID"] = "2";
+  CHECK(detect(old_name)->rank == 6);
+  old_name["SLURM_STEPID"] = "4294967294";
+  CHECK_FALSE(detect(old_name).has_value());
+  CHECK(detect(merged(old_name, {{"SLURM_STEP_ID", "2"}}))->rank == 6);
+
+  // The batch shell's Slurm variables are not looked at, even malformed.
+  CHECK_FALSE(detect(merged(kSlurmBatchShell, {{"SLURM_PROCID", "x"}})).has_value());
+}
+
 TEST_CASE("Open MPI variables") {
   std::optional<LaunchEnv> env = detect(kOpenMpi);
   REQUIRE(env);
@@ -127,10 +174,15 @@ TEST_CASE("the innermost launcher wins: torchrun, then mpirun, then Slurm") {
   CHECK(detect(merged(kSlurm, kTorchrun))->source == "torchrun");
   CHECK(detect(merged(kOpenMpi, kTorchrun))->source == "torchrun");
   CHECK(detect(merged(merged(kSlurm, kOpenMpi), kTorchrun))->source == "torchrun");
-  // mpirun inside a Slurm allocation: every process inherits the batch shell's SLURM_PROCID=0.
-  std::optional<LaunchEnv> env = detect(merged(kOpenMpi, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
+  // mpirun inside a Slurm allocation starts its daemons with srun, one task per
+  // node: every process a daemon starts inherits that step's task numbers.
+  std::optional<LaunchEnv> env = detect(
+      merged(kOpenMpi,
+             {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_STEP_ID", "1"}}));
+  REQUIRE(env);
   CHECK(env->source == "mpirun");
   CHECK(env->rank == 3);
+  CHECK(env->world_size == 4);
   // Malformed variables of a launcher that lost are not looked at.
   CHECK(detect(merged(kTorchrun, {{"SLURM_PROCID", "x"}, {"OMPI_COMM_WORLD_RANK", "-1"}}))->rank == 5);
 }

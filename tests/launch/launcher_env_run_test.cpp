@@ -4,13 +4,11 @@
 // with its own worker processes; a rank without peers, or that loses one,
 // ends with one line and a non-zero code.
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <cmath>
-#include <map>
 #include <utility>
 
+#include "tests/common/free_port.h"
 #include "tests/train/run_helpers.h"
 
 extern char** environ;
@@ -20,19 +18,6 @@ using namespace dtrain::testing;
 namespace {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
-
-// A TCP port nobody listens on right now (the kernel's pick for port 0).
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Whether `name` is a variable some launcher (or a host's dtrain) sets: the
 // test's own environment must not leak into the processes it starts.
@@ -48,9 +33,7 @@ bool isLauncherVariable(const std::string& name) {
 // Starts the dtrain binary with `args`, the launcher variables `env` and no
 // others, output (stdout and stderr) to `log`.
 pid_t startLaunched(const std::vector<std::string>& args, const Env& env, const std::string& log) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
+  return startDtrain(args, log, [&env] {
     std::vector<std::string> names;
     for (char** e = environ; *e; ++e) {
       std::string kv(*e);
@@ -59,17 +42,7 @@ pid_t startLaunched(const std::vector<std::string>& args, const Env& env, const 
     }
     for (const std::string& n : names) ::unsetenv(n.c_str());
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    if (!std::freopen(log.c_str(), "w", stdout)) std::_Exit(126);
-    ::dup2(::fileno(stdout), 2);
-    std::string bin = DTRAIN_BINARY;
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv{bin.data()};
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(bin.c_str(), argv.data());
-    std::_Exit(127);
-  }
-  return pid;
+  });
 }
 
 // torchrun's variables for `rank` of `world` processes on one node.
@@ -94,6 +67,18 @@ Env slurm(int rank, int world) {
           {"SLURM_STEP_ID", "0"}};
 }
 
+// What the shell of an sbatch script sees in an allocation of `world` tasks:
+// its own process is task 0 of the batch step, which srun did not start.
+Env slurmBatchScript(int world) {
+  return {{"SLURM_PROCID", "0"},
+          {"SLURM_NTASKS", std::to_string(world)},
+          {"SLURM_LOCALID", "0"},
+          {"SLURM_NODEID", "0"},
+          {"SLURM_NTASKS_PER_NODE", std::to_string(world)},
+          {"SLURM_JOB_ID", "4242"},
+          {"SLURM_STEP_ID", "4294967294"}};
+}
+
 struct Finished {
   int exit_code = -1;
   std::string log;
@@ -109,14 +94,6 @@ std::vector<Finished> runLaunched(const std::vector<std::string>& args, const st
   for (size_t r = 0; r < pids.size(); ++r)
     out.push_back(Finished{waitExit(pids[r]), readFile(dir / ("rank" + std::to_string(r) + ".log"))});
   return out;
-}
-
-double evalLoss(const std::string& run_dir) {
-  RunResult r = runDtrain({"eval", run_dir, "--json"});
-  REQUIRE(r.exit_code == 0);
-  size_t at = r.output.find("\"loss\":");
-  REQUIRE(at != std::string::npos);
-  return std::atof(r.output.c_str() + at + 7);
 }
 
 // The small job with one compute thread per process and `extra` appended.
@@ -137,7 +114,7 @@ double referenceLoss(const TempDir& dir, int workers) {
   Finished f = runLaunched({"train", run + ".toml", "-q", "--set", "train.epochs=2"}, {Env{}}, dir)[0];
   INFO(f.log);
   REQUIRE(f.exit_code == 0);
-  return evalLoss(run);
+  return evalFigures(run).loss;
 }
 
 // One run, not one per process: only rank 0 served a coordinator (each process
@@ -180,7 +157,7 @@ TEST_CASE("torchrun: 2 and 3 launched ranks train as `dtrain train` with as many
     }
     checkOneCoordinator(ranks);
     // Only rank 0 writes: the run directory holds one run, evaluated like the reference.
-    CHECK(closeTo(evalLoss(run), reference));
+    CHECK(closeTo(evalFigures(run).loss, reference));
   }
 }
 
@@ -207,7 +184,7 @@ TEST_CASE("torchrun: resume RUN_DIR on launched ranks continues as `dtrain resum
       REQUIRE(f.exit_code == 0);
     }
     if (ranks > 1) checkOneCoordinator(resumed);
-    return evalLoss(run);
+    return evalFigures(run).loss;
   };
   const double reference = trainThenResume("reference", 1);  // dtrain's own 2 worker processes
   CHECK(closeTo(trainThenResume("launched", 2), reference));
@@ -233,7 +210,22 @@ TEST_CASE("slurm: [cluster] coordinator; the launcher's 2 tasks win over the job
   checkOneCoordinator(ranks);
   CHECK(ranks[0].log.find("dtrain: slurm started 2 processes but the job asks for 3") != std::string::npos);
   CHECK(ranks[1].log.find("asks for") == std::string::npos);  // rank 0 alone says so
-  CHECK(closeTo(evalLoss(run), reference));
+  CHECK(closeTo(evalFigures(run).loss, reference));
+}
+
+TEST_CASE("slurm: `dtrain train` in a batch script is no task of the allocation: it starts its own workers") {
+  TempDir dir("launch_sbatch");
+  std::string run = dir / "run";
+  writeFile(run + ".toml", job(run, mirrored(2)));
+  Finished f =
+      runLaunched({"train", run + ".toml", "-q", "--set", "train.epochs=1"}, {slurmBatchScript(4)}, dir)[0];
+  INFO(f.log);
+  // Taken for rank 0 of the allocation's 4 tasks, it would refuse the job (no
+  // coordinator named) or wait for 3 peers that never come.
+  CHECK(f.exit_code == 0);
+  CHECK(f.log.find("dtrain: coordinator: group formed: generation 1, 2 workers") != std::string::npos);
+  CHECK(f.log.find("slurm") == std::string::npos);
+  CHECK(!stepDirs(run).empty());
 }
 
 TEST_CASE("a launched rank whose peers never come fails with one line within the join timeout") {
@@ -243,22 +235,25 @@ TEST_CASE("a launched rank whose peers never come fails with one line within the
             job(run, mirrored(2) + "[cluster]\ncoordinator = \"127.0.0.1:1\"\ntoken = \"t\"\n"
                                    "hosts = [{ address = \"127.0.0.1\", slots = 2 }]\njoin_timeout_s = 2\n"));
   const int port = freePort();
-  SUBCASE("rank 0 waits for rank 1") {
+  // Runs rank `rank` of 2 alone; it must end within seconds of the join timeout.
+  auto runAlone = [&](int rank) {
     auto t0 = std::chrono::steady_clock::now();
-    Finished f = runLaunched({"train", run + ".toml", "-q"}, {torchrun(0, 2, port)}, dir)[0];
+    Finished f = runLaunched({"train", run + ".toml", "-q"}, {torchrun(rank, 2, port)}, dir)[0];
+    CHECK_MESSAGE(secondsSince(t0) < 10.0, f.log);
+    return f;
+  };
+  SUBCASE("rank 0 waits for rank 1") {
+    Finished f = runAlone(0);
     INFO(f.log);
     CHECK(f.exit_code == 1);
-    CHECK(secondsSince(t0) < 10.0);
     CHECK(f.log.find("dtrain: error: ") != std::string::npos);
     CHECK(f.log.find("did not form within 2") != std::string::npos);
     CHECK(f.log.find("torchrun rank 1") != std::string::npos);  // names the missing rank
   }
   SUBCASE("rank 1 waits for rank 0, which serves the rendezvous") {
-    auto t0 = std::chrono::steady_clock::now();
-    Finished f = runLaunched({"train", run + ".toml", "-q"}, {torchrun(1, 2, port)}, dir)[0];
+    Finished f = runAlone(1);
     INFO(f.log);
     CHECK(f.exit_code == 1);
-    CHECK(secondsSince(t0) < 10.0);
     CHECK(lineCount(f.log) == 1);
     CHECK(f.log.find("dtrain: error: ") == 0);
     CHECK(f.log.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);

@@ -2,9 +2,6 @@
 // rank 0's in-process coordinator, without training: ranks equal the
 // launcher's whatever order the processes join in.
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -15,8 +12,10 @@
 #include "core/errors.h"
 #include "core/launch/host_run.h"
 #include "core/launch/launcher_run.h"
+#include "tests/common/free_port.h"
 
 using namespace dtrain;
+using dtrain::testing::freePort;
 using namespace std::chrono_literals;
 
 namespace {
@@ -56,19 +55,6 @@ const std::string kCluster =
     "[cluster]\ncoordinator = \"127.0.0.1:29777\"\ntoken = \"secret\"\n"
     "hosts = [{ address = \"127.0.0.1\", slots = 4 }]\n";
 
-// A TCP port nobody listens on right now (the kernel's pick for port 0).
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Rank 0's view of a torchrun launch of `world` processes meeting at `host`
 // (a free port), as planLauncherRun would give it.
 LauncherRun rank0Run(int world, const std::string& host = "127.0.0.1") {
@@ -96,6 +82,26 @@ std::unique_ptr<RendezvousClient> client(const LauncherRun& run, int rank) {
   return std::make_unique<RendezvousClient>("tcp://" + run.coordinator, req, t);
 }
 
+// An anonymous file for a coordinator's lines, closed when the test ends,
+// even by a failed REQUIRE.
+class CoordinatorLog {
+ public:
+  CoordinatorLog() : file_(std::tmpfile()) { REQUIRE(file_ != nullptr); }
+  ~CoordinatorLog() { std::fclose(file_); }
+  CoordinatorLog(const CoordinatorLog&) = delete;
+  CoordinatorLog& operator=(const CoordinatorLog&) = delete;
+
+  std::FILE* file() const { return file_; }
+  std::string firstLine() const {
+    std::rewind(file_);
+    char line[512] = {};
+    return std::fgets(line, sizeof line, file_) ? line : "";
+  }
+
+ private:
+  std::FILE* file_;
+};
+
 std::string configError(const JobConfig& job, const LaunchEnv& env) {
   try {
     planLauncherRun(job, env);
@@ -112,9 +118,16 @@ TEST_CASE("launch env: each launcher's launch id; torchrun's agent store") {
   CHECK_FALSE(detect(kTorchrun).coordinator_port_taken);
   CHECK(detect(with(kTorchrun, {{"TORCHELASTIC_USE_AGENT_STORE", "True"}})).coordinator_port_taken);
   CHECK_FALSE(detect(with(kTorchrun, {{"TORCHELASTIC_USE_AGENT_STORE", "False"}})).coordinator_port_taken);
-  Vars slurm = {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"}, {"SLURM_JOB_ID", "77"}};
-  CHECK(detect(slurm).launch_id == "77");
-  CHECK(detect(with(slurm, {{"SLURM_STEP_ID", "3"}})).launch_id == "77.3");
+  // Each srun of one allocation is a step of its own: the step tells two runs apart.
+  Vars slurm = {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"}, {"SLURM_STEP_ID", "3"}};
+  CHECK(detect(slurm).launch_id == "");
+  slurm["SLURM_JOB_ID"] = "77";
+  CHECK(detect(slurm).launch_id == "77.3");
+  CHECK(detect(with(slurm, {{"SLURM_STEP_ID", "4"}})).launch_id == "77.4");
+  Vars old_slurm = slurm;  // older Slurm's name for the step
+  old_slurm.erase("SLURM_STEP_ID");
+  old_slurm["SLURM_STEPID"] = "5";
+  CHECK(detect(old_slurm).launch_id == "77.5");
   Vars mpi = {
       {"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}};
   CHECK(detect(mpi).launch_id == "");
@@ -166,7 +179,8 @@ TEST_CASE("plan: when torchrun's agent holds MASTER_PORT, [cluster] coordinator,
 }
 
 TEST_CASE("plan: Slurm without MASTER_* takes [cluster] coordinator, or says to set it") {
-  LaunchEnv env = detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}});
+  LaunchEnv env =
+      detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}, {"SLURM_STEP_ID", "0"}});
   CHECK(planLauncherRun(parse(kMirrored4 + kCluster), env).coordinator == "127.0.0.1:29777");
   CHECK(configError(parse(kMirrored4), env) ==
         "slurm started this process but the job names no rendezvous coordinator: set [cluster] coordinator = "
@@ -202,9 +216,8 @@ TEST_CASE("token: [cluster] token, else derived from the launch id and the job i
 TEST_CASE("coordinator: ranks are the launcher's whatever order the processes join in; all leave -> clean") {
   JobConfig job = parse(kMirrored4 + kCluster);
   LauncherRun run = rank0Run(3);
-  std::FILE* log = std::tmpfile();
-  REQUIRE(log);
-  LauncherCoordinator coordinator(job, run, log);
+  CoordinatorLog log;
+  LauncherCoordinator coordinator(job, run, log.file());
   std::vector<std::unique_ptr<RendezvousClient>> clients;
   for (int r = 0; r < 3; ++r) clients.push_back(client(run, r));
   std::vector<int> ranks(3, -1);
@@ -224,15 +237,13 @@ TEST_CASE("coordinator: ranks are the launcher's whatever order the processes jo
   CHECK(early->find("not every rank had finished") != std::string::npos);
   clients[1]->leave();
   CHECK(coordinator.awaitOthers(5s) == std::nullopt);
-  std::fclose(log);
 }
 
 TEST_CASE("coordinator: a rank that aborts is the reason the run did not end cleanly") {
   JobConfig job = parse(kMirrored4 + kCluster);
   LauncherRun run = rank0Run(2);
-  std::FILE* log = std::tmpfile();
-  REQUIRE(log);
-  LauncherCoordinator coordinator(job, run, log);
+  CoordinatorLog log;
+  LauncherCoordinator coordinator(job, run, log.file());
   std::unique_ptr<RendezvousClient> zero = client(run, 0), one = client(run, 1);
   std::thread other([&] { one->join(); });
   CHECK(zero->join().rank == 0);
@@ -242,19 +253,13 @@ TEST_CASE("coordinator: a rank that aborts is the reason the run did not end cle
   std::optional<std::string> failure = coordinator.awaitOthers(5s);
   REQUIRE(failure.has_value());
   CHECK(failure->find("out of disk") != std::string::npos);
-  std::fclose(log);
 }
 
 TEST_CASE("coordinator: a coordinator address that is not this host's gets a warning line") {
   JobConfig job = parse(kMirrored4 + kCluster);
   LauncherRun run = rank0Run(2, "192.0.2.1");  // TEST-NET-1: never an address of this host
-  std::FILE* log = std::tmpfile();
-  REQUIRE(log);
-  { LauncherCoordinator coordinator(job, run, log); }
-  std::rewind(log);
-  char line[512] = {};
-  REQUIRE(std::fgets(line, sizeof line, log));
-  CHECK(std::string(line).find("dtrain: coordinator: warning: " + run.coordinator +
-                               " is not an address of this host") == 0);
-  std::fclose(log);
+  CoordinatorLog log;
+  { LauncherCoordinator coordinator(job, run, log.file()); }
+  CHECK(log.firstLine().find("dtrain: coordinator: warning: " + run.coordinator +
+                             " is not an address of this host") == 0);
 }

@@ -12,14 +12,6 @@ using namespace dtrain::testing;
 
 namespace {
 
-double evalLoss(const std::string& run_dir) {
-  RunResult r = runDtrain({"eval", run_dir, "--json"});
-  REQUIRE(r.exit_code == 0);
-  size_t at = r.output.find("\"loss\":");
-  REQUIRE(at != std::string::npos);
-  return std::atof(r.output.c_str() + at + 7);
-}
-
 // The small job with one compute thread per process.
 std::string oneThread(std::string job) {
   job.replace(job.find("threads = 2"), 11, "threads = 1");
@@ -50,7 +42,7 @@ TEST_CASE("mirrored: gradients reduced in per-layer buckets during backward give
   TempDir dir("mirrored_buckets");
   writeFile(dir / "one.toml", smallJob(dir / "one"));
   REQUIRE(runDtrain({"train", dir / "one.toml", "-q", "--set", "train.epochs=2"}).exit_code == 0);
-  const double reference = evalLoss(dir / "one");
+  const double reference = evalFigures(dir / "one").loss;
   for (int n : {2, 3}) {
     CAPTURE(n);
     std::string run = "b" + std::to_string(n);
@@ -62,7 +54,7 @@ TEST_CASE("mirrored: gradients reduced in per-layer buckets during backward give
     if (n == 2)
       CHECK(readFile(dir / (run + "/checkpoints/latest/model.safetensors")) ==
             readFile(dir / "one/checkpoints/latest/model.safetensors"));
-    CHECK(std::fabs(evalLoss(dir / run) - reference) < 1e-4 * std::fabs(reference) + 1e-6);
+    CHECK(std::fabs(evalFigures(dir / run).loss - reference) < 1e-4 * std::fabs(reference) + 1e-6);
   }
 }
 
@@ -70,14 +62,14 @@ TEST_CASE("mirrored: 3 and 4 workers reach the weights of one worker within floa
   TempDir dir("mirrored_n");
   writeFile(dir / "one.toml", oneThread(smallJob(dir / "one")));
   REQUIRE(runDtrain({"train", dir / "one.toml", "-q", "--set", "train.epochs=2"}).exit_code == 0);
-  const double reference = evalLoss(dir / "one");
+  const double reference = evalFigures(dir / "one").loss;
   for (int n : {3, 4}) {
     CAPTURE(n);
     writeFile(dir / "job.toml", oneThread(smallJob(dir / ("w" + std::to_string(n)), mirrored(n))));
     RunResult r = runDtrain({"train", dir / "job.toml", "-q", "--set", "train.epochs=2"});
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    CHECK(std::fabs(evalLoss(dir / ("w" + std::to_string(n))) - reference) <
+    CHECK(std::fabs(evalFigures(dir / ("w" + std::to_string(n))).loss - reference) <
           1e-4 * std::fabs(reference) + 1e-6);
   }
 }

@@ -12,24 +12,12 @@
 
 #include "core/train/resume_point.h"
 #include "core/train/safetensors.h"
+#include "tests/common/free_port.h"
 #include "tests/train/run_helpers.h"
 
 using namespace dtrain::testing;
 
 namespace {
-
-struct EvalFigures {
-  double loss = 0, accuracy = 0;
-};
-
-EvalFigures evalRun(const std::string& run_dir) {
-  RunResult r = runDtrain({"eval", run_dir, "--json"});
-  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  size_t loss = r.output.find("\"loss\":"), accuracy = r.output.find("\"accuracy\":");
-  REQUIRE(loss != std::string::npos);
-  REQUIRE(accuracy != std::string::npos);
-  return {std::atof(r.output.c_str() + loss + 7), std::atof(r.output.c_str() + accuracy + 11)};
-}
 
 // The largest difference between the final weights of two runs, relative to
 // the largest weight.
@@ -89,20 +77,6 @@ void copyRun(const std::string& from, const std::string& to) {
   fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
 }
 
-// A TCP port nothing listens on right now.
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // A non-loopback IPv4 address of this machine (host byte order), or 0 when it has none.
 uint32_t nonLoopbackAddress() {
   ifaddrs* list = nullptr;
@@ -124,23 +98,9 @@ std::string dotted(uint32_t a) {
 
 // Starts build/dtrain in `cwd` (a host of its own, as far as relative paths go).
 pid_t startDtrainIn(const std::string& cwd, const std::vector<std::string>& args, const std::string& log) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
+  return startDtrain(args, log, [&cwd] {
     if (::chdir(cwd.c_str()) != 0) std::_Exit(126);
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    (void)f;
-    ::dup2(::fileno(stdout), 2);
-    std::vector<char*> argv;
-    std::string bin = DTRAIN_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(bin.c_str(), argv.data());
-    std::_Exit(127);
-  }
-  return pid;
+  });
 }
 
 // Waits for `pid` at most `seconds`; SIGKILLs it after that (and fails).
@@ -163,7 +123,7 @@ TEST_CASE("resume at a different world size reaches the same accuracy as the uni
   writeFile(tmp / "reference.toml", job(tmp / "reference", kTwoWorkers));
   RunResult reference = runDtrain({"train", tmp / "reference.toml", "-q"});
   REQUIRE_MESSAGE(reference.exit_code == 0, reference.output);
-  const EvalFigures expected = evalRun(tmp / "reference");
+  const EvalFigures expected = evalFigures(tmp / "reference");
   REQUIRE(stepDirs(tmp / "reference").back() == "step-00000042");
 
   // The same job killed after step 17 (its last checkpoint is step 14).
@@ -197,7 +157,7 @@ TEST_CASE("resume at a different world size reaches the same accuracy as the uni
     // It continued at the checkpoint's step and position and ended at the same step.
     CHECK(stepDirs(run).back() == "step-00000042");
     checkStepsContinue(run, 42);
-    const EvalFigures got = evalRun(run);
+    const EvalFigures got = evalFigures(run);
     CHECK(std::fabs(got.loss - expected.loss) <= 1e-3 * std::fabs(expected.loss));
     CHECK(std::fabs(got.accuracy - expected.accuracy) <= 0.005);
     CHECK(weightDifference(run, tmp / "reference") < 1e-3);
@@ -282,7 +242,7 @@ TEST_CASE("resume onto two hosts: node 1 has no run directory and takes the job 
   fs::create_directories(node1);
   writeFile(tmp / "reference.toml", job(tmp / "reference", kTwoWorkers));
   REQUIRE(runDtrain({"train", tmp / "reference.toml", "-q"}).exit_code == 0);
-  const EvalFigures expected = evalRun(tmp / "reference");
+  const EvalFigures expected = evalFigures(tmp / "reference");
 
   writeFile(node0 + "/job.toml", job("run", kTwoWorkers));
   pid_t first =
@@ -312,7 +272,7 @@ TEST_CASE("resume onto two hosts: node 1 has no run directory and takes the job 
   // Node 1 read no checkpoint and wrote none, nor metrics.
   CHECK(stepDirs(node1 + "/run").empty());
   CHECK_FALSE(fs::exists(node1 + "/run/metrics.jsonl"));
-  const EvalFigures got = evalRun(node0 + "/run");
+  const EvalFigures got = evalFigures(node0 + "/run");
   CHECK(std::fabs(got.loss - expected.loss) <= 1e-3 * std::fabs(expected.loss));
   CHECK(std::fabs(got.accuracy - expected.accuracy) <= 0.005);
 

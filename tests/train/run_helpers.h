@@ -2,6 +2,7 @@
 // job files, running the binary in the foreground or background, and reading
 // what a run wrote.
 #pragma once
+#include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -22,7 +24,6 @@
 namespace dtrain::testing {
 
 namespace fs = std::filesystem;
-
 
 inline void writeFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -53,13 +54,17 @@ inline RunResult runDtrain(const std::vector<std::string>& args) {
   return r;
 }
 
-// Starts build/dtrain in the background with output to `log`; returns its pid.
-inline pid_t startDtrain(const std::vector<std::string>& args, const std::string& log) {
+// Starts build/dtrain in the background with output (stdout and stderr) to
+// `log`; returns its pid. `in_child`, when given, runs in the child just
+// before the exec: to change its working directory or environment (it may end
+// the child with std::_Exit when it cannot).
+inline pid_t startDtrain(const std::vector<std::string>& args, const std::string& log,
+                         const std::function<void()>& in_child = {}) {
   std::fflush(nullptr);  // the child must not repeat buffered output
   pid_t pid = ::fork();
   if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    (void)f;
+    if (in_child) in_child();
+    if (!std::freopen(log.c_str(), "w", stdout)) std::_Exit(126);
     ::dup2(::fileno(stdout), 2);
     std::vector<char*> argv;
     std::string bin = DTRAIN_BINARY;
@@ -71,6 +76,20 @@ inline pid_t startDtrain(const std::vector<std::string>& args, const std::string
     std::_Exit(127);
   }
   return pid;
+}
+
+// The test figures `dtrain eval RUN_DIR --json` reports for a run's newest checkpoint.
+struct EvalFigures {
+  double loss = 0, accuracy = 0;
+};
+
+inline EvalFigures evalFigures(const std::string& run_dir) {
+  RunResult r = runDtrain({"eval", run_dir, "--json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  size_t loss = r.output.find("\"loss\":"), accuracy = r.output.find("\"accuracy\":");
+  REQUIRE(loss != std::string::npos);
+  REQUIRE(accuracy != std::string::npos);
+  return {std::atof(r.output.c_str() + loss + 7), std::atof(r.output.c_str() + accuracy + 11)};
 }
 
 // Waits for `pid`; returns its exit code (128 + signal when killed).
