@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from bench_job import write_bench_job
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DTRAIN = os.path.join(ROOT, "build", "dtrain")
 PEER = os.path.join(ROOT, "scripts", "bench", "pytorch_peer.py")
@@ -42,26 +44,8 @@ def torch_version():
 
 
 def dtrain_job(model, steps, workdir):
-    path = os.path.join(workdir, f"bench_{model}.toml")
-    with open(path, "w") as f:
-        f.write(f"""[job]
-name = "bench_{model}"
-run_dir = "{workdir}/run_{model}"
-[model]
-preset = "{model}"
-[data]
-dataset = "fashion_mnist"
-[train]
-steps = {steps}
-batch_size = 128
-eval_every_epoch = false
-checkpoint_every_epoch = false
-[optimizer]
-type = "sgd"
-lr = 0.05
-momentum = 0.9
-""")
-    return path
+    return write_bench_job(os.path.join(workdir, f"bench_{model}.toml"), f"bench_{model}",
+                           f"{workdir}/run_{model}", model, steps)
 
 
 def dtrain_throughput(model, warmup, steps, workdir):

@@ -37,6 +37,8 @@ import tempfile
 import threading
 import time
 
+from bench_job import write_bench_job
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEER = os.path.join(ROOT, "scripts", "bench", "pytorch_ddp_peer.py")
 PARTS = ("throughput", "allreduce", "failure", "rendezvous")
@@ -165,31 +167,12 @@ class LoadWatch:
 # ---------------------------------------------------------------------------- dtrain jobs
 
 def write_job(workdir, name, model, steps, workers, threads=1):
-    """A job like cpu_vs_pytorch.py's: the preset, batch 128, plain SGD, no eval or checkpoints."""
+    """A job like cpu_vs_pytorch.py's, with the workers and threads given."""
     strategy = (f'type = "mirrored"\nworkers = {workers}' if workers > 1 else 'type = "one_device"')
-    path = os.path.join(workdir, f"{name}.toml")
-    with open(path, "w") as f:
-        f.write(f"""[job]
-name = "{name}"
-run_dir = "{workdir}/run_{name}"
-threads = {threads}
-[model]
-preset = "{model}"
-[data]
-dataset = "fashion_mnist"
-[train]
-steps = {steps}
-batch_size = 128
-eval_every_epoch = false
-checkpoint_every_epoch = false
-[optimizer]
-type = "sgd"
-lr = 0.05
-momentum = 0.9
-[strategy]
-{strategy}
-""")
-    return path, os.path.join(workdir, f"run_{name}")
+    run_dir = os.path.join(workdir, f"run_{name}")
+    path = write_bench_job(os.path.join(workdir, f"{name}.toml"), name, run_dir, model, steps,
+                           job_extra=f"threads = {threads}\n", strategy=f"[strategy]\n{strategy}\n")
+    return path, run_dir
 
 
 def read_metrics(run_dir):
