@@ -118,6 +118,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
     nodes_.push_back(std::move(node));
   }
   findAliases();
+  findTrainedPaths();
   // Every result but the output's must feed some layer: backward would
   // otherwise have no gradient to start such a branch from.
   for (size_t i = 0; i + 1 < nodes_.size(); ++i)
@@ -138,6 +139,16 @@ void Model::findAliases() {
     if (consumers_[p] != 1 || alias_of_[p] >= 0) continue;
     const std::string type = node.layer->type();
     if (type == "flatten" || (type == "relu" && nodes_[p].layer->fuseActivation("relu"))) alias_of_[i] = p;
+  }
+}
+
+void Model::findTrainedPaths() {
+  // Nodes come in topological order, so every input is settled before its readers.
+  trained_path_.assign(nodes_.size(), false);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    bool trained = !nodes_[i].layer->paramSpecs().empty();
+    for (int in : nodes_[i].inputs) trained = trained || (in >= 0 && trained_path_[in]);
+    trained_path_[i] = trained;
   }
 }
 
@@ -216,13 +227,21 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
       ++written[alias_of_[i]];  // its gradient already is the producer's
       continue;
     }
+    if (!trained_path_[i]) {
+      // No parameters here or upstream: its gradient would reach nothing.
+      if (ctx.backward_listener) ctx.backward_listener->layerDone(i);
+      continue;
+    }
     c.layer_index = i;
     std::vector<Tensor*> din;
     std::vector<std::pair<int, Tensor>> to_add;
     to_add.reserve(node.inputs.size());
     for (int in : node.inputs) {
-      if (in < 0) {
-        din.push_back(nullptr);  // the network input needs no gradient
+      if (in < 0 || !trained_path_[in]) {
+        // Neither the network input nor a result computed from it alone needs a
+        // gradient (an mlp's first dense layer would otherwise compute one for
+        // its flattened input: as much work as its weight gradient).
+        din.push_back(nullptr);
       } else if (written[in]++ == 0) {
         din.push_back(&grad_[in]);
       } else {

@@ -50,6 +50,9 @@ class Model {
   // The node whose memory node i shares instead of computing anything (a relu
   // fused into the conv2d/dense before it, a flatten of its input), or -1.
   int aliasOf(size_t i) const { return alias_of_[i]; }
+  // Whether backward computes the gradient of node i's output: only when node i
+  // or a node upstream of it has parameters.
+  bool needsGradient(size_t i) const { return trained_path_[i]; }
   const Shape& inputShape() const { return input_shape_; }
   const Shape& outputShape() const { return nodes_.back().out_shape; }
   int64_t forwardFlops() const;
@@ -57,11 +60,13 @@ class Model {
  private:
   std::vector<const Tensor*> inputsOf(const Node& node, const Tensor& input) const;
   void findAliases();
+  void findTrainedPaths();
 
   Shape input_shape_;
-  std::vector<Node> nodes_;     // topological order; output last
-  std::vector<int> consumers_;  // number of layers reading each node
-  std::vector<int> alias_of_;   // see aliasOf()
+  std::vector<Node> nodes_;         // topological order; output last
+  std::vector<int> consumers_;      // number of layers reading each node
+  std::vector<int> alias_of_;       // see aliasOf()
+  std::vector<bool> trained_path_;  // see needsGradient()
   std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
   Tensor scratch_storage_;  // for nodes read by several layers
   int64_t capacity_ = 0;

@@ -49,6 +49,38 @@ TEST_CASE("a layer list defaults each input to the previous layer") {
   CHECK(m->forwardFlops() == 2 * 36 * 3 + 3);
 }
 
+TEST_CASE("backward skips gradients that reach no parameter") {
+  auto m = buildModel(modelFrom(R"(
+[[model.layers]]
+name = "pool"
+type = "max_pool"
+kernel = 2
+[[model.layers]]
+name = "flat"
+type = "flatten"
+[[model.layers]]
+name = "fc1"
+type = "dense"
+units = 4
+[[model.layers]]
+name = "act"
+type = "relu"
+[[model.layers]]
+name = "fc2"
+type = "dense"
+units = 3
+)"),
+                      Shape{1, 6, 6}, 3, builtinLayers());
+  REQUIRE(m->nodes().size() == 5);
+  // pool and flat see only the network input: fc1 computes no input gradient
+  // for them (an mlp's first layer would spend as long on it as on its weights).
+  CHECK_FALSE(m->needsGradient(0));
+  CHECK_FALSE(m->needsGradient(1));
+  CHECK(m->needsGradient(2));
+  CHECK(m->needsGradient(3));
+  CHECK(m->needsGradient(4));
+}
+
 TEST_CASE("model validation errors name the layer and its position") {
   CHECK(buildError(R"(
 [[model.layers]]
