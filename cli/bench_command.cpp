@@ -55,9 +55,19 @@ std::vector<std::string> rankCommand(const BenchAllreduceArgs& args) {
   return c;
 }
 
-void report(const BenchAllreduceArgs& args, int world, int64_t elements, const AllReduceTiming& t) {
+// What carried the all-reduce: "shared_memory", or the Gloo algorithm run.
+std::string algorithmOf(const ProcessGroup& group, const BenchAllreduceArgs& args, int world, int64_t bytes) {
+  if (dynamic_cast<const GlooProcessGroup*>(&group) == nullptr) return "shared_memory";
+  return GlooProcessGroup::allReduceAlgorithmFor(args.collective, world, bytes);
+}
+
+void report(const BenchAllreduceArgs& args, const ProcessGroup& group, int64_t elements,
+            const AllReduceTiming& t) {
+  const int world = group.size();
   const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
-  const std::string algorithm = GlooProcessGroup::allReduceAlgorithmFor(args.collective, world, bytes);
+  const std::string algorithm = algorithmOf(group, args, world, bytes);
+  const std::string carrier =
+      algorithm == "shared_memory" ? "in shared memory" : "on loopback, gloo " + algorithm;
   // Algorithm bandwidth: the message over the time, as nccl-tests and
   // Gloo's own benchmark report it.
   const double gb_per_s = t.median() > 0 ? static_cast<double>(bytes) / t.median() / 1e9 : 0.0;
@@ -81,9 +91,9 @@ void report(const BenchAllreduceArgs& args, int world, int64_t elements, const A
     std::printf("%s\n", w.str().c_str());
   } else {
     std::printf(
-        "all-reduce of %g MB (%lld float32) between %d ranks on loopback, gloo %s: median %.2f ms, "
+        "all-reduce of %g MB (%lld float32) between %d ranks %s: median %.2f ms, "
         "min %.2f ms, max %.2f ms over %d calls after %d warm-up; %.2f GB/s; every result verified\n",
-        static_cast<double>(bytes) / kBytesPerMb, static_cast<long long>(elements), world, algorithm.c_str(),
+        static_cast<double>(bytes) / kBytesPerMb, static_cast<long long>(elements), world, carrier.c_str(),
         t.median() * 1e3, t.min() * 1e3, t.max() * 1e3, args.iters, args.warmup, gb_per_s);
   }
   std::fflush(stdout);
@@ -101,7 +111,7 @@ int runRank(const BenchAllreduceArgs& args, const WorkerAssignment& assignment) 
     o.warmup = args.warmup;
     o.iters = args.iters;
     AllReduceTiming timing = timeAllReduce(mirrored->group(), o);
-    if (session.rank() == 0) report(args, session.worldSize(), o.elements, timing);
+    if (session.rank() == 0) report(args, mirrored->group(), o.elements, timing);
     session.leave();
     return kExitOk;
   } catch (const std::exception& e) {
@@ -118,7 +128,7 @@ CLI::App* addBenchCommand(CLI::App& app, BenchAllreduceArgs& args) {
   auto* bench = app.add_subcommand("bench", "Measure collective speed");
   bench->require_subcommand(1);
   auto* allreduce = bench->add_subcommand(
-      "allreduce", "Time an all-reduce of float32 between worker processes on this host (Gloo on loopback)");
+      "allreduce", "Time an all-reduce of float32 between worker processes on this host");
   allreduce->add_option("--ranks", args.ranks, "Worker processes (default 2)")
       ->check(CLI::Range(2, kAllReduceTimingMaxRanks));
   allreduce->add_option("--mb", args.mb, "Message size per rank in MB of 10^6 bytes (default 100)")
@@ -128,9 +138,9 @@ CLI::App* addBenchCommand(CLI::App& app, BenchAllreduceArgs& args) {
       ->check(CLI::Range(0, 100));
   allreduce
       ->add_option("--collective", args.collective,
-                   "All-reduce algorithm: auto (by size, as training uses), ring, ring_chunked, "
-                   "halving_doubling or bcube")
-      ->check(CLI::IsMember({"auto", "ring", "ring_chunked", "halving_doubling", "bcube"}));
+                   "What carries it: auto (shared memory, as training on one host uses), shared_memory, "
+                   "or a Gloo algorithm over loopback TCP: ring, ring_chunked, halving_doubling or bcube")
+      ->check(CLI::IsMember({"auto", "shared_memory", "ring", "ring_chunked", "halving_doubling", "bcube"}));
   allreduce->add_flag("--json", args.json, "Print one JSON object (times in ms) instead of a sentence");
   return allreduce;
 }

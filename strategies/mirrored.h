@@ -19,6 +19,7 @@ class MirroredStrategy : public Strategy {
   std::string name() const override { return name_; }
   int rank() const override { return group_->rank(); }
   int worldSize() const override { return group_->size(); }
+  std::string describeCollectives() const override { return group_->describe(); }
   void broadcastParameters(float* params, int64_t n) override;
   void broadcastFromChief(void* data, int64_t bytes) override;
   void reduceGradients(float* grads, int64_t n) override;

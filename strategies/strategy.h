@@ -5,7 +5,8 @@
 // one_device: a single process; its compute threads are combined inside
 // ReplicaSet, so every collective here is the identity.
 // mirrored / multi_worker_mirrored: one process per device or CPU slot, on
-// one host or several, combined by a ProcessGroup (Gloo on CPUs).
+// one host or several, combined by a ProcessGroup (shared memory on one
+// host, Gloo over TCP across hosts).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,8 @@ class Strategy {
   virtual std::string name() const = 0;
   virtual int rank() const = 0;
   virtual int worldSize() const = 0;
+  // What carries the collectives, for the start-up line ("" when nothing does).
+  virtual std::string describeCollectives() const { return ""; }
   // Rank 0 prints, writes metrics and checkpoints.
   bool isChief() const { return rank() == 0; }
   // Makes every worker start from rank 0's parameters.

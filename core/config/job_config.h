@@ -87,10 +87,12 @@ struct StrategySection {
   // "one_device": one process. "mirrored": one host, `workers` processes.
   // "multi_worker_mirrored": the hosts of [cluster], each with its slots.
   std::string type = "one_device";
-  int workers = 2;                  // mirrored: worker processes on this host (CPU slots or GPUs)
-  std::string collective = "auto";  // "auto" | "ring" | "halving_doubling" | "bcube"
-  double bucket_mb = 4.0;           // gradients are all-reduced in buckets of this size,
-                                    // overlapped with the rest of backward
+  int workers = 2;  // mirrored: worker processes on this host (CPU slots or GPUs)
+  // "auto" (shared memory when every rank is on one host, else Gloo by size) |
+  // "shared_memory" | "ring" | "halving_doubling" | "bcube" (Gloo algorithms)
+  std::string collective = "auto";
+  double bucket_mb = 4.0;  // gradients are all-reduced in buckets of this size,
+                           // overlapped with the rest of backward
 };
 
 // One host of a multi-host run: [[cluster.hosts]] or hosts = [{ address = ..., slots = ... }].

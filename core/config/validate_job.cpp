@@ -207,7 +207,8 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
   known.insert(known.end(), planned.begin(), planned.end());
   c.oneOf("strategy.type", s.type, available, known);
   c.intRange("strategy.workers", s.workers, 1, 64);
-  c.oneOf("strategy.collective", s.collective, {"auto", "ring", "halving_doubling", "bcube"});
+  c.oneOf("strategy.collective", s.collective,
+          {"auto", "shared_memory", "ring", "halving_doubling", "bcube"});
   c.finite("strategy.bucket_mb", s.bucket_mb);
   if (!(s.bucket_mb > 0 && s.bucket_mb <= 1024))
     c.fail("strategy.bucket_mb", "must be in (0, 1024]" + Checker::got(s.bucket_mb));

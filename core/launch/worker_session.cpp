@@ -4,9 +4,9 @@
 
 #include <cstdio>
 
-#include "core/comm/gloo_process_group.h"
 #include "core/comm/rendezvous_client.h"
 #include "core/errors.h"
+#include "core/launch/process_group_choice.h"
 #include "core/util/seconds.h"
 #include "strategies/mirrored.h"
 
@@ -48,12 +48,7 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
   Membership m = client_->join();
   rank_ = m.rank;
   world_ = m.world_size;
-  GlooOptions g;
-  g.algorithm = job.strategy.collective;
-  g.address = a.address;
-  g.timeout = secondsToMillis(job.cluster.collective_timeout_s);
-  g.prefix = "gloo";
-  group_ = std::make_shared<GlooProcessGroup>(*client_, rank_, world_, g);
+  group_ = connectProcessGroup(*client_, m, job, a.address);
   strategy_ = std::make_shared<MirroredStrategy>(job.strategy.type, group_);
 }
 

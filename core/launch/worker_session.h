@@ -1,9 +1,10 @@
 // A worker process's membership of a run: it joins the rendezvous, learns
-// its rank, connects the collectives (Gloo over TCP, meeting through the
-// rendezvous store) and hands the trainer a strategy. When the coordinator
-// reports a lost peer, or is itself lost, the worker prints one line naming
-// it and exits at once (a blocked collective cannot be unwound safely; the
-// latest checkpoint is complete or not yet published, never half-written).
+// its rank, connects the collectives (shared memory when every rank is on
+// this host, Gloo over TCP otherwise; see process_group_choice.h) and hands
+// the trainer a strategy. When the coordinator reports a lost peer, or is
+// itself lost, the worker prints one line naming it and exits at once (a
+// blocked collective cannot be unwound safely; the latest checkpoint is
+// complete or not yet published, never half-written).
 #pragma once
 #include <functional>
 #include <memory>

@@ -129,7 +129,8 @@ struct Trainer::Impl {
   std::string rankSummary() const {
     if (!reducer) return "";
     return " per rank, " + std::to_string(strategy->worldSize()) + " ranks, gradients all-reduced in " +
-           std::to_string(reducer->buckets().size()) + " buckets during backward";
+           std::to_string(reducer->buckets().size()) + " buckets during backward, over " +
+           strategy->describeCollectives();
   }
 
   // Gradients of the last layers travel while backward computes the first.

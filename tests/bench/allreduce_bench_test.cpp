@@ -128,9 +128,12 @@ TEST_CASE("real Gloo ranks pass the check for every algorithm, with an odd eleme
   }
 }
 
-TEST_CASE("dtrain bench allreduce starts the ranks as processes and prints verified figures") {
-  auto r = testing::runDtrain(
-      {"bench", "allreduce", "--ranks", "2", "--mb", "0.5", "--iters", "3", "--warmup", "1", "--json"});
+// Runs `dtrain bench allreduce` with `extra` arguments; returns its JSON line.
+JsonValue benchJson(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"bench",   "allreduce", "--ranks",  "2", "--mb",  "0.5",
+                                   "--iters", "3",         "--warmup", "1", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = testing::runDtrain(args);
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
   // Coordinator lines go to stderr; the figures are the one JSON line.
@@ -139,13 +142,24 @@ TEST_CASE("dtrain bench allreduce starts the ranks as processes and prints verif
   while (std::getline(lines, line))
     if (!line.empty() && line[0] == '{') json = line;
   REQUIRE(!json.empty());
-  JsonValue v = parseJson(json);
+  return parseJson(json);
+}
+
+TEST_CASE("dtrain bench allreduce starts the ranks as processes and prints verified figures") {
+  JsonValue v = benchJson({});
   CHECK(v.find("ranks")->asInt64() == 2);
   CHECK(v.find("elements")->asInt64() == 125000);
   CHECK(v.find("bytes")->asInt64() == 500000);
-  CHECK(v.find("algorithm")->asString() == "halving_doubling");  // auto at 500 kB on 2 ranks
+  CHECK(v.find("algorithm")->asString() == "shared_memory");  // auto, with both ranks on this host
   CHECK(v.find("times_ms")->asArray().size() == 3);
   CHECK(v.find("median_ms")->asDouble() > 0);
+  CHECK(v.find("verified")->asBool());
+}
+
+TEST_CASE("dtrain bench allreduce over Gloo when a Gloo algorithm is named") {
+  JsonValue v = benchJson({"--collective", "halving_doubling"});
+  CHECK(v.find("algorithm")->asString() == "halving_doubling");
+  CHECK(v.find("collective")->asString() == "halving_doubling");
   CHECK(v.find("verified")->asBool());
 }
 

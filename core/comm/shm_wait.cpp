@@ -1,0 +1,152 @@
+#include "core/comm/shm_wait.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "core/errors.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace dtrain {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kSpinFor = std::chrono::microseconds(20);
+constexpr auto kYieldUntil = std::chrono::milliseconds(1);
+constexpr auto kSleepStep = std::chrono::microseconds(50);
+// How often a waiter looks at the awaited peers' pids and left flags: a
+// syscall per peer, so not on every round.
+constexpr auto kCheckEvery = std::chrono::milliseconds(2);
+
+inline void cpuRelax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+bool arrived(const ShmRankState& peer, uint64_t target) {
+  return peer.arrivals.load(std::memory_order_acquire) >= target;
+}
+
+std::string ranksText(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+// Throws when a rank from `first` on that has not arrived never will.
+void checkAwaitedCanCome(const ShmLayout& layout, int self, int first, uint64_t target,
+                         ShmWaitPurpose purpose) {
+  const uint64_t ownNamespace = layout.rank(self).pidNamespace.load(std::memory_order_relaxed);
+  for (int r = first; r < layout.size(); ++r) {
+    if (r == self) continue;
+    const ShmRankState& peer = layout.rank(r);
+    if (arrived(peer, target)) continue;
+    // A rank that arrives and then leaves or exits (its last call done) has
+    // arrived: its counter is written before its flag, and looked at again.
+    if (peer.left.load(std::memory_order_acquire) != 0 && !arrived(peer, target))
+      throw CommError("rank " + std::to_string(r) +
+                      (purpose == ShmWaitPurpose::Join
+                           ? " gave up joining (see its error)"
+                           : " left the group (a call of its own failed, or it destroyed its group)"));
+    const int64_t pid = peer.pid.load(std::memory_order_acquire);
+    const bool samePidNamespace =
+        ownNamespace != 0 && peer.pidNamespace.load(std::memory_order_relaxed) == ownNamespace;
+    if (pid != 0 && samePidNamespace && processHasExited(pid) && !arrived(peer, target))
+      throw CommError("rank " + std::to_string(r) + " (pid " + std::to_string(pid) + ") has exited");
+  }
+}
+
+}  // namespace
+
+bool processHasExited(int64_t pid) {
+  if (pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH) return true;
+  // Still there for kill: a zombie? /proc/<pid>/stat reads "<pid> (<name>) <state> ...";
+  // the name may hold ')' itself, so the state follows the last one.
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // no /proc: only kill's answer counts
+  char text[512];
+  const ssize_t got = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (got <= 0) return false;
+  text[got] = '\0';
+  const char* end = std::strrchr(text, ')');
+  if (!end || end[1] != ' ' || end[2] == '\0') return false;
+  return end[2] == 'Z' || end[2] == 'X';
+}
+
+uint64_t currentPidNamespace() {
+  struct stat st {};
+  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+std::string shmDurationText(std::chrono::milliseconds d) {
+  if (d.count() < 1000) return std::to_string(d.count()) + " ms";
+  std::ostringstream out;
+  out << static_cast<double>(d.count()) / 1000.0 << " s";
+  return out.str();
+}
+
+void WaitBackoff::pause(Clock::time_point now) const {
+  const auto waited = now - start_;
+  if (waited < kSpinFor) {
+    for (int i = 0; i < 16; ++i) cpuRelax();
+  } else if (waited < kYieldUntil) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(kSleepStep);
+  }
+}
+
+void awaitArrivals(const ShmLayout& layout, int self, uint64_t target, std::chrono::milliseconds timeout,
+                   ShmWaitPurpose purpose) {
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + timeout;
+  Clock::time_point nextCheck = start + kCheckEvery;
+  const WaitBackoff backoff(start);
+  // Counters only grow: a rank seen arrived stays arrived, so the ranks are
+  // awaited one after the other.
+  for (int r = 0; r < layout.size(); ++r) {
+    if (r == self) continue;
+    const ShmRankState& peer = layout.rank(r);
+    while (!arrived(peer, target)) {
+      const Clock::time_point now = Clock::now();
+      if (now >= nextCheck || now >= deadline) {
+        checkAwaitedCanCome(layout, self, r, target, purpose);
+        nextCheck = now + kCheckEvery;
+      }
+      if (now >= deadline) {
+        std::vector<int> missing;
+        for (int m = r; m < layout.size(); ++m)
+          if (m != self && !arrived(layout.rank(m), target)) missing.push_back(m);
+        if (missing.empty()) return;  // the last one came just now
+        throw CommError(
+            ranksText(missing) +
+            (purpose == ShmWaitPurpose::Join ? " did not join within " : " did not take part within ") +
+            shmDurationText(timeout));
+      }
+      backoff.pause(now);
+    }
+  }
+}
+
+}  // namespace dtrain

@@ -1,0 +1,54 @@
+// Waiting on the peers of a shared-memory group (ShmProcessGroup): how a
+// rank waits for the others to arrive at a phase, with the group's deadline,
+// and how it tells that a peer will never come (its process has exited, or it
+// left the group) without waiting out the deadline.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "core/comm/shm_layout.h"
+
+namespace dtrain {
+
+// True when process `pid` has ended: gone (kill reports ESRCH), or a zombie
+// its parent has not reaped yet (kill still finds those). A peer rank is a
+// sibling, reaped by the host process, so it is often a zombie for a while.
+bool processHasExited(int64_t pid);
+
+// This process's pid namespace (the inode of /proc/self/ns/pid), 0 when
+// unknown. A pid means the same process to two ranks only when theirs match.
+uint64_t currentPidNamespace();
+
+// "250 ms", "1.5 s".
+std::string shmDurationText(std::chrono::milliseconds d);
+
+// An escalating pause for a waiter. It spins with the CPU's pause hint for
+// the first microseconds (a peer on another core usually arrives within
+// them), then yields, and from 1 ms on sleeps in short steps: ranks often
+// share the cores with as many busy threads, and a waiter that kept its core
+// could keep the very peer it waits for off the CPU.
+class WaitBackoff {
+ public:
+  explicit WaitBackoff(std::chrono::steady_clock::time_point start) : start_(start) {}
+  void pause(std::chrono::steady_clock::time_point now) const;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+// What a wait is for: joining the group or a phase of a call (the wording of errors).
+enum class ShmWaitPurpose { Join, Call };
+
+// Blocks until every rank but `self` has arrived at `target` (its arrivals
+// counter reached it); what they wrote before arriving is then visible here.
+// Every few milliseconds it checks the ranks still awaited, and throws
+// CommError with a clause naming one that cannot come: "rank 1 (pid 12345)
+// has exited" or "rank 1 left the group (...)". A peer that is there but does
+// not arrive makes it throw after `timeout`: "rank 1 did not take part within
+// 1 s" ("did not join" when joining). Pid checks are made only for peers in
+// this rank's pid namespace (as recorded in the layout).
+void awaitArrivals(const ShmLayout& layout, int self, uint64_t target, std::chrono::milliseconds timeout,
+                   ShmWaitPurpose purpose);
+
+}  // namespace dtrain

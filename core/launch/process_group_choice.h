@@ -1,0 +1,26 @@
+// Which collectives a worker connects: shared memory when every rank of the
+// run is on this host (a mirrored run, one host of launcher ranks), Gloo over
+// TCP otherwise. [strategy] collective picks: "auto" takes shared memory on one
+// host and Gloo's size-based choice across hosts; "shared_memory" insists on
+// it (and fails naming the hosts when the ranks span several); a Gloo
+// algorithm ("ring", "halving_doubling", "bcube") always means Gloo.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/comm/process_group.h"
+#include "core/comm/rendezvous_types.h"
+#include "core/comm/store.h"
+#include "core/config/job_config.h"
+
+namespace dtrain {
+
+// True when every peer of the membership runs on the same node.
+bool allRanksOnOneHost(const Membership& membership);
+
+// Connects the group (collective: every rank calls it with the same job).
+// `address` is where this rank's Gloo device listens, if Gloo is chosen.
+std::shared_ptr<ProcessGroup> connectProcessGroup(Store& store, const Membership& membership,
+                                                  const JobConfig& job, const std::string& address);
+
+}  // namespace dtrain

@@ -1,0 +1,82 @@
+// Which collectives a worker connects: shared memory only when every rank is
+// on one node, Gloo across nodes or when a Gloo algorithm is named.
+#include "core/launch/process_group_choice.h"
+
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "core/comm/gloo_process_group.h"
+#include "core/comm/in_memory_store.h"
+#include "core/comm/shm_process_group.h"
+#include "core/errors.h"
+
+namespace dtrain {
+namespace {
+
+Membership membershipOn(const std::vector<int>& nodes, int rank) {
+  Membership m;
+  m.rank = rank;
+  m.world_size = static_cast<int>(nodes.size());
+  for (int n : nodes) {
+    PeerInfo p;
+    p.node = n;
+    m.peers.push_back(p);
+  }
+  return m;
+}
+
+JobConfig jobWith(const std::string& collective) {
+  JobConfig job;
+  job.strategy.collective = collective;
+  job.cluster.collective_timeout_s = 5;
+  return job;
+}
+
+// Connects both ranks of a 2-rank group (threads) and returns rank 0's group.
+std::shared_ptr<ProcessGroup> connectTwo(const std::vector<int>& nodes, const std::string& collective) {
+  InMemoryStore store;
+  std::shared_ptr<ProcessGroup> groups[2];
+  std::thread other([&] {
+    groups[1] = connectProcessGroup(store, membershipOn(nodes, 1), jobWith(collective), "127.0.0.1");
+  });
+  groups[0] = connectProcessGroup(store, membershipOn(nodes, 0), jobWith(collective), "127.0.0.1");
+  other.join();
+  float v[2] = {1.0f, 2.0f};
+  float w[2] = {10.0f, 20.0f};
+  std::thread reduce([&] { groups[1]->allReduceSum(w, 2); });
+  groups[0]->allReduceSum(v, 2);
+  reduce.join();
+  CHECK(v[0] == 11.0f);
+  CHECK(v[1] == 22.0f);
+  CHECK(w[1] == 22.0f);
+  return groups[0];
+}
+
+TEST_CASE("ranks on one node are one host; ranks on two are not") {
+  CHECK(allRanksOnOneHost(membershipOn({0, 0, 0}, 0)));
+  CHECK_FALSE(allRanksOnOneHost(membershipOn({0, 0, 1, 1}, 2)));
+}
+
+TEST_CASE("auto connects shared memory on one host and Gloo across hosts") {
+  CHECK(dynamic_cast<ShmProcessGroup*>(connectTwo({0, 0}, "auto").get()) != nullptr);
+  CHECK(dynamic_cast<GlooProcessGroup*>(connectTwo({0, 1}, "auto").get()) != nullptr);
+}
+
+TEST_CASE("a named Gloo algorithm means Gloo even on one host") {
+  auto group = connectTwo({0, 0}, "ring");
+  CHECK(dynamic_cast<GlooProcessGroup*>(group.get()) != nullptr);
+  CHECK(group->describe().find("ring") != std::string::npos);
+}
+
+TEST_CASE("shared_memory across hosts is refused in one line before connecting anything") {
+  InMemoryStore store;
+  CHECK_THROWS_WITH_AS(
+      connectProcessGroup(store, membershipOn({0, 1}, 0), jobWith("shared_memory"), "127.0.0.1"),
+      "[strategy] collective = \"shared_memory\" needs every rank on one host, but the ranks span "
+      "several nodes; use collective = \"auto\" (shared memory only where it can be)",
+      ConfigError);
+}
+
+}  // namespace
+}  // namespace dtrain
