@@ -14,10 +14,11 @@ bool allRanksOnOneHost(const Membership& membership) {
 }
 
 std::shared_ptr<ProcessGroup> connectProcessGroup(Store& store, const Membership& membership,
-                                                  const JobConfig& job, const std::string& address) {
+                                                  const JobConfig& job, const std::string& address,
+                                                  bool launcher_says_one_host) {
   const std::string& choice = job.strategy.collective;
   const auto timeout = secondsToMillis(job.cluster.collective_timeout_s);
-  const bool one_host = allRanksOnOneHost(membership);
+  const bool one_host = launcher_says_one_host || allRanksOnOneHost(membership);
   if (choice == "shared_memory" && !one_host)
     throw ConfigError(
         "[strategy] collective = \"shared_memory\" needs every rank on one host, but the ranks "

@@ -20,7 +20,10 @@ bool allRanksOnOneHost(const Membership& membership);
 
 // Connects the group (collective: every rank calls it with the same job).
 // `address` is where this rank's Gloo device listens, if Gloo is chosen.
+// `launcher_says_one_host`: a launcher reported every rank on this host
+// (its ranks each count as a node of their own in the membership).
 std::shared_ptr<ProcessGroup> connectProcessGroup(Store& store, const Membership& membership,
-                                                  const JobConfig& job, const std::string& address);
+                                                  const JobConfig& job, const std::string& address,
+                                                  bool launcher_says_one_host = false);
 
 }  // namespace dtrain

@@ -20,6 +20,12 @@ struct WorkerAssignment {
   // Not passed in the environment: a launcher's workers set it themselves.
   // (= {} keeps aggregate initialisers that stop before it free of warnings.)
   std::string label = {};
+  // True when the launcher says every rank of the run is on this host (its
+  // local process count is the world size): the collectives may then go
+  // through shared memory although each rank counts as its own node. Not
+  // passed in the environment either: a host's workers learn it from the
+  // rendezvous (every rank on one node).
+  bool all_ranks_on_this_host = false;
 };
 
 std::vector<std::pair<std::string, std::string>> workerEnvironment(const WorkerAssignment& a);

@@ -48,7 +48,7 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
   Membership m = client_->join();
   rank_ = m.rank;
   world_ = m.world_size;
-  group_ = connectProcessGroup(*client_, m, job, a.address);
+  group_ = connectProcessGroup(*client_, m, job, a.address, a.all_ranks_on_this_host);
   strategy_ = std::make_shared<MirroredStrategy>(job.strategy.type, group_);
 }
 

@@ -147,7 +147,8 @@ TEST_CASE("plan: torchrun's MASTER_ADDR/MASTER_PORT; rank as node, slot 0; threa
   CHECK(run.assignment.job_id == runJobId(job));
   CHECK(run.assignment.token == "secret");  // [cluster] token when given
   CHECK(run.assignment.label == "torchrun node 0, local rank 2");
-  CHECK(run.notes.empty());  // 4 processes, 4 slots
+  CHECK(run.notes.empty());                      // 4 processes, 4 slots
+  CHECK(run.assignment.all_ranks_on_this_host);  // LOCAL_WORLD_SIZE == WORLD_SIZE: shared memory
 
   // Without LOCAL_WORLD_SIZE the node's share is unknown: the rank takes all cores.
   Vars bare = kTorchrun;
@@ -156,6 +157,7 @@ TEST_CASE("plan: torchrun's MASTER_ADDR/MASTER_PORT; rank as node, slot 0; threa
   LauncherRun b = planLauncherRun(job, detect(bare));
   CHECK(b.assignment.local_workers == 1);
   CHECK(b.assignment.label == "torchrun local rank 2");
+  CHECK_FALSE(b.assignment.all_ranks_on_this_host);  // unknown: Gloo, which works anywhere
 }
 
 TEST_CASE("plan: a loopback coordinator for a launch over several hosts is refused") {

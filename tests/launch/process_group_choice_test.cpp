@@ -63,6 +63,18 @@ TEST_CASE("auto connects shared memory on one host and Gloo across hosts") {
   CHECK(dynamic_cast<GlooProcessGroup*>(connectTwo({0, 1}, "auto").get()) != nullptr);
 }
 
+TEST_CASE("a launcher that puts every rank on this host gets shared memory, though each rank is a node") {
+  InMemoryStore store;
+  std::shared_ptr<ProcessGroup> groups[2];
+  std::thread other([&] {
+    groups[1] = connectProcessGroup(store, membershipOn({0, 1}, 1), jobWith("auto"), "127.0.0.1", true);
+  });
+  groups[0] = connectProcessGroup(store, membershipOn({0, 1}, 0), jobWith("auto"), "127.0.0.1", true);
+  other.join();
+  CHECK(dynamic_cast<ShmProcessGroup*>(groups[0].get()) != nullptr);
+  CHECK(groups[1]->describe() == "shared memory (2 ranks on this host)");
+}
+
 TEST_CASE("a named Gloo algorithm means Gloo even on one host") {
   auto group = connectTwo({0, 0}, "ring");
   CHECK(dynamic_cast<GlooProcessGroup*>(group.get()) != nullptr);
