@@ -11,6 +11,7 @@
 #include <exception>
 #include <utility>
 
+#include "core/comm/collective_checks.h"
 #include "core/comm/gloo_algorithm_cache.h"
 #include "core/comm/gloo_algorithm_choice.h"
 #include "core/comm/gloo_all_to_all_exchange.h"
@@ -26,21 +27,6 @@ namespace {
 // Gloo's algorithm objects count elements and bytes in int; one run covers at
 // most this many bytes and longer buffers go in pieces.
 constexpr int64_t kMaxBytesPerRun = int64_t(1) << 30;
-
-// "1 float", "1001 floats".
-std::string countText(int64_t n, const std::string& units) {
-  return std::to_string(n) + " " + (n == 1 ? units.substr(0, units.size() - 1) : units);
-}
-
-bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return x < y + bBytes && y < x + aBytes;
-}
-
-void checkCount(const char* operation, int64_t n) {
-  if (n < 0)
-    throw CommError(std::string(operation) + ": element count " + std::to_string(n) + " is negative");
-}
 
 }  // namespace
 
@@ -169,9 +155,9 @@ std::string GlooProcessGroup::Impl::explain(std::exception_ptr error, bool probe
 
 template <typename T>
 void GlooProcessGroup::Impl::allReduceSum(T* data, int64_t n, const char* units) {
-  checkCount("all-reduce", n);
+  checkElementCount("all-reduce", n);
   if (n == 0 || size == 1) return;
-  collective("all-reduce of " + countText(n, units), [&] { allReduceInPieces(data, n, units); });
+  collective("all-reduce of " + elementCountText(n, units), [&] { allReduceInPieces(data, n, units); });
 }
 
 template <typename T>
@@ -193,12 +179,10 @@ void GlooProcessGroup::Impl::allReduceInPieces(T* data, int64_t n, const char* u
 
 void GlooProcessGroup::Impl::broadcast(uint8_t* data, int64_t n, size_t elementSize, const char* units,
                                        int root) {
-  checkCount("broadcast", n);
-  if (root < 0 || root >= size)
-    throw CommError("broadcast: root rank " + std::to_string(root) + " is outside the group of " +
-                    std::to_string(size) + " ranks");
+  checkElementCount("broadcast", n);
+  checkRootRank("broadcast", root, size);
   if (n == 0 || size == 1) return;
-  collective("broadcast of " + countText(n, units) + " from rank " + std::to_string(root), [&] {
+  collective("broadcast of " + elementCountText(n, units) + " from rank " + std::to_string(root), [&] {
     gloo::BroadcastOptions opts(context_);
     opts.setOutput(data, static_cast<size_t>(n) * elementSize);
     opts.setRoot(root);
@@ -209,7 +193,7 @@ void GlooProcessGroup::Impl::broadcast(uint8_t* data, int64_t n, size_t elementS
 }
 
 void GlooProcessGroup::Impl::allGather(const float* in, int64_t n, float* out) {
-  checkCount("all-gather", n);
+  checkElementCount("all-gather", n);
   // Gloo's all-gather divides by the count: nothing to do is done here.
   if (n == 0) return;
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
@@ -217,12 +201,12 @@ void GlooProcessGroup::Impl::allGather(const float* in, int64_t n, float* out) {
     std::memmove(out, in, bytes);
     return;
   }
-  collective("all-gather of " + countText(n, "floats"), [&] {
+  collective("all-gather of " + elementCountText(n, "floats"), [&] {
     // Gloo copies the input into the output; an input inside the output
     // (an in-place gather) goes through a copy of its own.
     std::vector<float> copy;
     const float* input = in;
-    if (overlaps(in, bytes, out, bytes * static_cast<size_t>(size))) {
+    if (buffersOverlap(in, bytes, out, bytes * static_cast<size_t>(size))) {
       copy.assign(in, in + n);
       input = copy.data();
     }
@@ -236,16 +220,9 @@ void GlooProcessGroup::Impl::allGather(const float* in, int64_t n, float* out) {
 }
 
 void GlooProcessGroup::Impl::reduceScatterSum(float* data, const std::vector<int64_t>& counts) {
-  if (counts.size() != static_cast<size_t>(size))
-    throw CommError("reduce-scatter: " + std::to_string(counts.size()) + " counts given for a group of " +
-                    std::to_string(size) + " ranks (one count per rank)");
-  int64_t total = 0;
-  for (int r = 0; r < size; ++r) {
-    checkCount("reduce-scatter", counts[r]);
-    total += counts[r];
-  }
+  const int64_t total = reduceScatterTotal(counts, size);
   if (total == 0 || size == 1) return;
-  collective("reduce-scatter of " + countText(total, "floats"), [&] {
+  collective("reduce-scatter of " + elementCountText(total, "floats"), [&] {
     // An all-reduce of the whole buffer leaves every segment summed, at twice
     // the traffic of a true reduce-scatter. Gloo's halving-doubling
     // reduce-scatter hangs or sums wrong with uneven splits on some group

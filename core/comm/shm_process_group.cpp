@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/comm/collective_checks.h"
 #include "core/comm/shm_join.h"
 #include "core/comm/shm_layout.h"
 #include "core/comm/shm_ordered_sum.h"
@@ -19,29 +20,8 @@ namespace {
 
 constexpr int64_t kMaxSlotBytes = int64_t(1) << 40;
 
-// "1 float", "1001 floats".
-std::string countText(int64_t n, const std::string& units) {
-  return std::to_string(n) + " " + (n == 1 ? units.substr(0, units.size() - 1) : units);
-}
-
 std::string whoText(int rank, int size) {
   return "shm group (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
-}
-
-void checkCount(const char* operation, int64_t n) {
-  if (n < 0)
-    throw CommError(std::string(operation) + ": element count " + std::to_string(n) + " is negative");
-}
-
-void checkRoot(const char* operation, int root, int size) {
-  if (root < 0 || root >= size)
-    throw CommError(std::string(operation) + ": root rank " + std::to_string(root) +
-                    " is outside the group of " + std::to_string(size) + " ranks");
-}
-
-bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return x < y + bBytes && y < x + aBytes;
 }
 
 // Rank r's part [begin, end) of a chunk of m elements: equal shares rounded
@@ -157,47 +137,47 @@ void ShmProcessGroup::allGatherChunks(const float* in, int64_t n, float* out) {
 }
 
 void ShmProcessGroup::allReduceSum(float* data, int64_t n) {
-  checkCount("all-reduce", n);
+  checkElementCount("all-reduce", n);
   if (n == 0 || size_ == 1) return;
-  collective("all-reduce of " + countText(n, "floats"), [&] { allReduceChunks(data, n); });
+  collective("all-reduce of " + elementCountText(n, "floats"), [&] { allReduceChunks(data, n); });
 }
 
 void ShmProcessGroup::allReduceSum(double* data, int64_t n) {
-  checkCount("all-reduce", n);
+  checkElementCount("all-reduce", n);
   if (n == 0 || size_ == 1) return;
-  collective("all-reduce of " + countText(n, "doubles"), [&] { allReduceChunks(data, n); });
+  collective("all-reduce of " + elementCountText(n, "doubles"), [&] { allReduceChunks(data, n); });
 }
 
 void ShmProcessGroup::broadcast(float* data, int64_t n, int root) {
-  checkCount("broadcast", n);
-  checkRoot("broadcast", root, size_);
+  checkElementCount("broadcast", n);
+  checkRootRank("broadcast", root, size_);
   if (n == 0 || size_ == 1) return;
-  collective("broadcast of " + countText(n, "floats") + " from rank " + std::to_string(root),
+  collective("broadcast of " + elementCountText(n, "floats") + " from rank " + std::to_string(root),
              [&] { broadcastChunks(reinterpret_cast<uint8_t*>(data), n * int64_t(sizeof(float)), root); });
 }
 
 void ShmProcessGroup::broadcastBytes(uint8_t* data, int64_t n, int root) {
-  checkCount("broadcast", n);
-  checkRoot("broadcast", root, size_);
+  checkElementCount("broadcast", n);
+  checkRootRank("broadcast", root, size_);
   if (n == 0 || size_ == 1) return;
-  collective("broadcast of " + countText(n, "bytes") + " from rank " + std::to_string(root),
+  collective("broadcast of " + elementCountText(n, "bytes") + " from rank " + std::to_string(root),
              [&] { broadcastChunks(data, n, root); });
 }
 
 void ShmProcessGroup::allGather(const float* in, int64_t n, float* out) {
-  checkCount("all-gather", n);
+  checkElementCount("all-gather", n);
   if (n == 0) return;
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
   if (size_ == 1) {
     std::memmove(out, in, bytes);  // in == out for an in-place gather
     return;
   }
-  collective("all-gather of " + countText(n, "floats"), [&] {
+  collective("all-gather of " + elementCountText(n, "floats"), [&] {
     // An input inside the output would be overwritten by other ranks' parts
     // before all of it is sent: it goes through a copy of its own.
     std::vector<float> copy;
     const float* input = in;
-    if (overlaps(in, bytes, out, bytes * static_cast<size_t>(size_))) {
+    if (buffersOverlap(in, bytes, out, bytes * static_cast<size_t>(size_))) {
       copy.assign(in, in + n);
       input = copy.data();
     }
@@ -206,19 +186,12 @@ void ShmProcessGroup::allGather(const float* in, int64_t n, float* out) {
 }
 
 void ShmProcessGroup::reduceScatterSum(float* data, const std::vector<int64_t>& counts) {
-  if (counts.size() != static_cast<size_t>(size_))
-    throw CommError("reduce-scatter: " + std::to_string(counts.size()) + " counts given for a group of " +
-                    std::to_string(size_) + " ranks (one count per rank)");
-  int64_t total = 0;
-  for (int64_t count : counts) {
-    checkCount("reduce-scatter", count);
-    total += count;
-  }
+  const int64_t total = reduceScatterTotal(counts, size_);
   if (total == 0 || size_ == 1) return;
   // The all-reduce of the whole buffer: the same two phases per chunk as a
   // true reduce-scatter would need, with the parts of the sum spread evenly
   // over the ranks whatever the counts.
-  collective("reduce-scatter of " + countText(total, "floats"), [&] { allReduceChunks(data, total); });
+  collective("reduce-scatter of " + elementCountText(total, "floats"), [&] { allReduceChunks(data, total); });
 }
 
 void ShmProcessGroup::barrier() {

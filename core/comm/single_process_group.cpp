@@ -2,16 +2,12 @@
 
 #include <cstring>
 
+#include "core/comm/collective_checks.h"
 #include "core/errors.h"
 
 namespace dtrain {
 
 namespace {
-
-void checkCount(const char* operation, int64_t n) {
-  if (n < 0)
-    throw CommError(std::string(operation) + ": element count " + std::to_string(n) + " is negative");
-}
 
 void checkRoot(const char* operation, int root) {
   if (root != 0)
@@ -21,31 +17,28 @@ void checkRoot(const char* operation, int root) {
 
 }  // namespace
 
-void SingleProcessGroup::allReduceSum(float*, int64_t n) { checkCount("all-reduce", n); }
+void SingleProcessGroup::allReduceSum(float*, int64_t n) { checkElementCount("all-reduce", n); }
 
-void SingleProcessGroup::allReduceSum(double*, int64_t n) { checkCount("all-reduce", n); }
+void SingleProcessGroup::allReduceSum(double*, int64_t n) { checkElementCount("all-reduce", n); }
 
 void SingleProcessGroup::broadcast(float*, int64_t n, int root) {
-  checkCount("broadcast", n);
+  checkElementCount("broadcast", n);
   checkRoot("broadcast", root);
 }
 
 void SingleProcessGroup::broadcastBytes(uint8_t*, int64_t n, int root) {
-  checkCount("broadcast", n);
+  checkElementCount("broadcast", n);
   checkRoot("broadcast", root);
 }
 
 void SingleProcessGroup::allGather(const float* in, int64_t n, float* out) {
-  checkCount("all-gather", n);
+  checkElementCount("all-gather", n);
   // memmove: an in-place gather passes in == out.
   if (n > 0) std::memmove(out, in, static_cast<size_t>(n) * sizeof(float));
 }
 
 void SingleProcessGroup::reduceScatterSum(float*, const std::vector<int64_t>& counts) {
-  if (counts.size() != 1)
-    throw CommError("reduce-scatter: " + std::to_string(counts.size()) +
-                    " counts given for a group of 1 rank (one count per rank)");
-  checkCount("reduce-scatter", counts[0]);
+  reduceScatterTotal(counts, 1);
 }
 
 }  // namespace dtrain

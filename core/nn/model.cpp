@@ -227,11 +227,7 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
       ++written[alias_of_[i]];  // its gradient already is the producer's
       continue;
     }
-    if (!trained_path_[i]) {
-      // No parameters here or upstream: its gradient would reach nothing.
-      if (ctx.backward_listener) ctx.backward_listener->layerDone(i);
-      continue;
-    }
+    if (!trained_path_[i]) continue;  // no parameters here or upstream: nothing to compute
     c.layer_index = i;
     std::vector<Tensor*> din;
     std::vector<std::pair<int, Tensor>> to_add;
