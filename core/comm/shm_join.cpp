@@ -93,7 +93,7 @@ std::unique_ptr<ShmSegment> joinShmSegment(Store& store, int rank, int size, int
   try {
     own.pidNamespace.store(currentPidNamespace(), std::memory_order_relaxed);
     own.pid.store(::getpid(), std::memory_order_release);
-    own.arrivals.store(1, std::memory_order_release);
+    announceArrival(own, 1);
     awaitArrivals(layout, rank, 1, timeout, ShmWaitPurpose::Join);
   } catch (...) {
     own.left.store(1, std::memory_order_release);

@@ -34,6 +34,8 @@ void ShmLayout::initialise(uint8_t* base, int size, int64_t slotBytes) {
   for (int r = 0; r < size; ++r) {
     auto* state = new (base + sizeof(ShmSegmentInfo) + size_t(r) * sizeof(ShmRankState)) ShmRankState;
     state->arrivals.store(0, std::memory_order_relaxed);
+    state->arrivalWord.store(0, std::memory_order_relaxed);
+    state->sleepers.store(0, std::memory_order_relaxed);
     state->pid.store(0, std::memory_order_relaxed);
     state->pidNamespace.store(0, std::memory_order_relaxed);
     state->left.store(0, std::memory_order_relaxed);

@@ -22,7 +22,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int64_t>
 
 // "dtrnshm1" as a little-endian integer: a segment that is not ours is refused.
 constexpr uint64_t kShmMagic = 0x316d6873'6e727464ULL;
-constexpr uint32_t kShmVersion = 1;
+constexpr uint32_t kShmVersion = 2;
 
 struct alignas(64) ShmSegmentInfo {
   uint64_t magic;
@@ -38,6 +38,11 @@ struct ShmRankState {
   // Barriers this rank has arrived at: 1 once it has joined, then one more per
   // phase of every call. Only the rank writes it (release); peers read it (acquire).
   alignas(64) std::atomic<uint64_t> arrivals;
+  // The low 32 bits of `arrivals`, written after it: the word peers sleep on
+  // (a futex is 32 bits), and how many of them sleep there now, so that a
+  // rank arriving makes the wake-up call only when someone waits.
+  std::atomic<uint32_t> arrivalWord;
+  std::atomic<uint32_t> sleepers;
   // The rank's process, recorded when it joins (0 before): for the liveness
   // check and for messages. pidNamespace tells whether the pid means the same
   // process here (0 when unknown).

@@ -71,7 +71,7 @@ std::string ShmProcessGroup::describe() const {
 
 void ShmProcessGroup::phase() {
   ++arrivals_;
-  layout_->rank(rank_).arrivals.store(arrivals_, std::memory_order_release);
+  announceArrival(layout_->rank(rank_), arrivals_);
   awaitArrivals(*layout_, rank_, arrivals_, options_.timeout, ShmWaitPurpose::Call);
 }
 

@@ -4,8 +4,14 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -25,8 +31,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kSpinFor = std::chrono::microseconds(20);
-constexpr auto kYieldUntil = std::chrono::milliseconds(1);
-constexpr auto kSleepStep = std::chrono::microseconds(50);
 // How often a waiter looks at the awaited peers' pids and left flags: a
 // syscall per peer, so not on every round.
 constexpr auto kCheckEvery = std::chrono::milliseconds(2);
@@ -41,6 +45,49 @@ inline void cpuRelax() {
 
 bool arrived(const ShmRankState& peer, uint64_t target) {
   return peer.arrivals.load(std::memory_order_acquire) >= target;
+}
+
+// The futex calls work on the word's address in every process that maps the
+// segment (no FUTEX_PRIVATE_FLAG). Elsewhere than Linux a waiter naps briefly.
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word is 32 bits");
+
+void sleepWhileWordIs(std::atomic<uint32_t>& word, uint32_t seen, std::chrono::nanoseconds at_most) {
+#if defined(__linux__)
+  struct timespec limit {};
+  limit.tv_sec = static_cast<time_t>(at_most.count() / 1000000000);
+  limit.tv_nsec = static_cast<long>(at_most.count() % 1000000000);
+  // Returns at a wake-up, when the word is no longer `seen`, at the limit or
+  // on a signal: the caller looks again in every case.
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &limit, nullptr, 0);
+#else
+  (void)word;
+  (void)seen;
+  std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(at_most, std::chrono::microseconds(50)));
+#endif
+}
+
+void wakeSleepers(std::atomic<uint32_t>& word) {
+#if defined(__linux__)
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+#else
+  (void)word;
+#endif
+}
+
+// One round of waiting for `peer` to reach `target`, ending by `until`: a few
+// pause hints while the wait is young, a sleep on its arrival word after.
+void waitRound(ShmRankState& peer, uint64_t target, Clock::time_point start, Clock::time_point now,
+               Clock::time_point until) {
+  if (now - start < kSpinFor) {
+    for (int i = 0; i < 16; ++i) cpuRelax();
+    return;
+  }
+  // The word is read before the counter: an arrival after this read changes
+  // the word, so the futex call returns at once instead of sleeping through it.
+  const uint32_t seen = peer.arrivalWord.load(std::memory_order_seq_cst);
+  peer.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (!arrived(peer, target) && until > now) sleepWhileWordIs(peer.arrivalWord, seen, until - now);
+  peer.sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 std::string ranksText(const std::vector<int>& ranks) {
@@ -106,15 +153,13 @@ std::string shmDurationText(std::chrono::milliseconds d) {
   return out.str();
 }
 
-void WaitBackoff::pause(Clock::time_point now) const {
-  const auto waited = now - start_;
-  if (waited < kSpinFor) {
-    for (int i = 0; i < 16; ++i) cpuRelax();
-  } else if (waited < kYieldUntil) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(kSleepStep);
-  }
+void announceArrival(ShmRankState& own, uint64_t arrivals) {
+  own.arrivals.store(arrivals, std::memory_order_release);
+  own.arrivalWord.store(static_cast<uint32_t>(arrivals), std::memory_order_seq_cst);
+  // A sleeper registers before it looks at the counter (both sequentially
+  // consistent): either it sees this arrival or this load sees it. A wake-up
+  // missed any other way costs at most one check interval.
+  if (own.sleepers.load(std::memory_order_seq_cst) != 0) wakeSleepers(own.arrivalWord);
 }
 
 void awaitArrivals(const ShmLayout& layout, int self, uint64_t target, std::chrono::milliseconds timeout,
@@ -122,12 +167,11 @@ void awaitArrivals(const ShmLayout& layout, int self, uint64_t target, std::chro
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + timeout;
   Clock::time_point nextCheck = start + kCheckEvery;
-  const WaitBackoff backoff(start);
   // Counters only grow: a rank seen arrived stays arrived, so the ranks are
   // awaited one after the other.
   for (int r = 0; r < layout.size(); ++r) {
     if (r == self) continue;
-    const ShmRankState& peer = layout.rank(r);
+    ShmRankState& peer = layout.rank(r);
     while (!arrived(peer, target)) {
       const Clock::time_point now = Clock::now();
       if (now >= nextCheck || now >= deadline) {
@@ -144,7 +188,7 @@ void awaitArrivals(const ShmLayout& layout, int self, uint64_t target, std::chro
             (purpose == ShmWaitPurpose::Join ? " did not join within " : " did not take part within ") +
             shmDurationText(timeout));
       }
-      backoff.pause(now);
+      waitRound(peer, target, start, now, std::min(nextCheck, deadline));
     }
   }
 }

@@ -23,25 +23,19 @@ uint64_t currentPidNamespace();
 // "250 ms", "1.5 s".
 std::string shmDurationText(std::chrono::milliseconds d);
 
-// An escalating pause for a waiter. It spins with the CPU's pause hint for
-// the first microseconds (a peer on another core usually arrives within
-// them), then yields, and from 1 ms on sleeps in short steps: ranks often
-// share the cores with as many busy threads, and a waiter that kept its core
-// could keep the very peer it waits for off the CPU.
-class WaitBackoff {
- public:
-  explicit WaitBackoff(std::chrono::steady_clock::time_point start) : start_(start) {}
-  void pause(std::chrono::steady_clock::time_point now) const;
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
+// Records that the rank owning `own` has arrived at `arrivals` (1 for joining,
+// then one more per phase) and wakes the peers sleeping until it does. What
+// the rank wrote before is visible to a peer that sees the arrival.
+void announceArrival(ShmRankState& own, uint64_t arrivals);
 
 // What a wait is for: joining the group or a phase of a call (the wording of errors).
 enum class ShmWaitPurpose { Join, Call };
 
 // Blocks until every rank but `self` has arrived at `target` (its arrivals
 // counter reached it); what they wrote before arriving is then visible here.
+// A waiter spins for some microseconds (a peer on another core often comes
+// within them), then sleeps on the peer's arrival word (a futex), so that it
+// takes no CPU from the ranks' computing threads while it waits.
 // Every few milliseconds it checks the ranks still awaited, and throws
 // CommError with a clause naming one that cannot come: "rank 1 (pid 12345)
 // has exited" or "rank 1 left the group (...)". A peer that is there but does

@@ -18,11 +18,14 @@ struct GradientBucket {
   int ready_after_node = 0;
 };
 
-// Buckets in the order they become ready (highest offsets first). A bucket
-// takes layers until the next would push it past `bucket_bytes`; a layer
-// larger than that is a bucket alone. The first bucket is held to
-// `first_bucket_bytes` (when smaller) so the first all-reduce starts early,
-// as PyTorch DDP does. Empty when the model has no parameters.
+// Buckets in the order they become ready (highest offsets first). The first
+// bucket (the last layers) and the last bucket (the first layers) are held to
+// `first_bucket_bytes` (when smaller than `bucket_bytes`): the first so that
+// communication starts early, as PyTorch DDP does, the last because backward
+// has ended when it is ready and its reduction overlaps nothing. Between them
+// a bucket takes layers until the next would push it past `bucket_bytes`. A
+// layer larger than a cap is a bucket alone. Empty when the model has no
+// parameters.
 std::vector<GradientBucket> planGradientBuckets(const Model& model, const ParamStore& store,
                                                 int64_t bucket_bytes, int64_t first_bucket_bytes);
 

@@ -77,6 +77,37 @@ TEST_CASE("gradient buckets: whole layers, last layers first, the first bucket h
   CHECK(tiny.size() == 3);
 }
 
+TEST_CASE("gradient buckets: the first layers' bucket is held small, for nothing overlaps its reduction") {
+  // mlp 144 -> 8 -> 64 -> 64 -> 4: fc1 1,168 floats (with padding), fc2 576, fc3 4,160, fc4 272.
+  ModelSection section;
+  section.preset = "mlp";
+  section.hidden = {8, 64, 64};
+  auto model = buildModel(section, Shape{1, 12, 12}, 4, builtinLayers());
+  ParamStore store;
+  model->registerParams(store);
+  store.allocate();
+  const int64_t fc2 = store.find("fc2.weight")->offset, fc3 = store.find("fc3.weight")->offset,
+                fc4 = store.find("fc4.weight")->offset;
+  // 32 KB buckets, 8 KB at either end: fc4 (1 KB) first, and fc3 (16.3 KB)
+  // would push it past 8 KB; fc1 and fc2 (6.9 KB) last; fc3 between.
+  auto buckets = planGradientBuckets(*model, store, 32 * 1024, 8 * 1024);
+  checkCoverage(buckets, store.size());
+  REQUIRE(buckets.size() == 3);
+  CHECK(buckets[0].begin == fc4);
+  CHECK(buckets[1].begin == fc3);
+  CHECK(buckets[1].end == fc4);
+  CHECK(buckets[2].begin == 0);
+  CHECK(buckets[2].end == fc3);
+  CHECK(buckets[2].ready_after_node == 1);  // fc1, after flatten
+  // 24 KB caps: fc4, fc3 and fc2 (19.4 KB) fill the first bucket; fc1, the
+  // last, is a bucket of its own rather than joining the middle.
+  auto wide = planGradientBuckets(*model, store, 24 * 1024, 24 * 1024);
+  checkCoverage(wide, store.size());
+  REQUIRE(wide.size() == 2);
+  CHECK(wide[0].begin == fc2);
+  CHECK(wide[1].end == fc2);
+}
+
 TEST_CASE("overlapped reducer: buckets reduced in order, each after all replicas finished it") {
   SmallMlp m;
   auto buckets = planGradientBuckets(*m.model, m.store, 4, 4);  // 3 buckets
