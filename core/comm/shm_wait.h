@@ -34,8 +34,8 @@ enum class ShmWaitPurpose { Join, Call };
 // Blocks until every rank but `self` has arrived at `target` (its arrivals
 // counter reached it); what they wrote before arriving is then visible here.
 // A waiter spins for some microseconds (a peer on another core often comes
-// within them), then sleeps on the peer's arrival word (a futex), so that it
-// takes no CPU from the ranks' computing threads while it waits.
+// within them), yields for a few hundred, then sleeps on the peer's arrival
+// word (a futex), so that a long wait takes no CPU from computing threads.
 // Every few milliseconds it checks the ranks still awaited, and throws
 // CommError with a clause naming one that cannot come: "rank 1 (pid 12345)
 // has exited" or "rank 1 left the group (...)". A peer that is there but does
