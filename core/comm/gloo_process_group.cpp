@@ -123,7 +123,11 @@ GlooProcessGroup::Impl::~Impl() {
 }
 
 void GlooProcessGroup::Impl::closeConnections() {
-  // Algorithm objects hold buffers on the context's connections: they go first.
+  // Shut every connection first: after a failure, peers may still be sending
+  // into this rank's receive buffers, and Gloo's event loop would go on
+  // writing into them while they are freed below.
+  if (context_) context_->closeConnections();
+  // Algorithm objects hold buffers on the context's connections: they go next.
   cache_.reset();
   exchange_.reset();
   barrier_.reset();
