@@ -28,6 +28,8 @@ struct WorkerAssignment {
   bool all_ranks_on_this_host = false;
 };
 
+// The variables a host's dtrain sets for a worker it starts: the assignment,
+// and OpenBLAS held to one thread (the worker's threads call it one each).
 std::vector<std::pair<std::string, std::string>> workerEnvironment(const WorkerAssignment& a);
 // The assignment this process was started with, or nullopt when it was not
 // started as a worker. Throws ConfigError for a malformed variable.

@@ -210,7 +210,7 @@ def torch_images_per_s(model, warmup, steps, blas_threads):
 # ---------------------------------------------------------------------------- parts
 
 def part_throughput(a, workdir, rows):
-    plan = {"mlp": (20, 150 if a.quick else 400), "cnn": (10, 20 if a.quick else 150)}
+    plan = {"mlp": (20, 150 if a.quick else 400), "cnn": (20, 20 if a.quick else 150)}
     names = [f"{who}_{model}" for model in plan for who in ["dtrain"] + [f"torch_{b}" for b in TORCH_BLAS]]
     runs = {k: [] for k in names + ["dtrain_cnn_1w"]}
     for rep in range(a.repeats):
