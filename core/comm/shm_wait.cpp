@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/util/process_state.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -135,20 +136,9 @@ void checkAwaitedCanCome(const ShmLayout& layout, int self, int first, uint64_t 
 bool processHasExited(int64_t pid) {
   if (pid <= 0) return false;
   if (::kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH) return true;
-  // Still there for kill: a zombie? /proc/<pid>/stat reads "<pid> (<name>) <state> ...";
-  // the name may hold ')' itself, so the state follows the last one.
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;  // no /proc: only kill's answer counts
-  char text[512];
-  const ssize_t got = ::read(fd, text, sizeof text - 1);
-  ::close(fd);
-  if (got <= 0) return false;
-  text[got] = '\0';
-  const char* end = std::strrchr(text, ')');
-  if (!end || end[1] != ' ' || end[2] == '\0') return false;
-  return end[2] == 'Z' || end[2] == 'X';
+  // Still there for kill: a zombie? Without /proc only kill's answer counts.
+  const char state = processState(pid);
+  return state == 'Z' || state == 'X';
 }
 
 uint64_t currentPidNamespace() {

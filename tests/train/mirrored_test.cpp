@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <sstream>
+#include <vector>
 
 #include "tests/train/run_helpers.h"
 
@@ -20,6 +22,15 @@ std::string oneThread(std::string job) {
 
 std::string mirrored(int workers) {
   return "[strategy]\ntype = \"mirrored\"\nworkers = " + std::to_string(workers) + "\n";
+}
+
+// The worker processes a running host dtrain started, in start order.
+std::vector<pid_t> workersOf(pid_t host) {
+  std::istringstream children(
+      readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children"));
+  std::vector<pid_t> pids;
+  for (pid_t pid; children >> pid;) pids.push_back(pid);
+  return pids;
 }
 
 }  // namespace
@@ -80,10 +91,9 @@ TEST_CASE("mirrored: kill -9 of a worker stops the run within seconds, naming th
   pid_t host = startDtrain({"train", dir / "job.toml", "-q", "--set", "train.epochs=200"}, dir / "log");
   // Wait until training has started (the first periodic checkpoint exists).
   REQUIRE(waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60));
-  std::string children =
-      readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children");
-  pid_t worker = static_cast<pid_t>(std::atoi(children.c_str()));
-  REQUIRE(worker > 0);
+  const std::vector<pid_t> workers = workersOf(host);
+  REQUIRE(!workers.empty());
+  const pid_t worker = workers[0];
   auto t0 = std::chrono::steady_clock::now();
   ::kill(worker, SIGKILL);
   int code = waitExit(host);
@@ -95,5 +105,29 @@ TEST_CASE("mirrored: kill -9 of a worker stops the run within seconds, naming th
   CHECK(log.find("rank 0 (node 0, slot 0) (pid " + std::to_string(worker) + ") was killed by signal 9") !=
         std::string::npos);
   // Every checkpoint left behind is complete: resume reads the latest one.
+  CHECK(!stepDirs(dir / "run").empty());
+}
+
+TEST_CASE(
+    "mirrored: a frozen worker (SIGSTOP) is lost after the heartbeat timeout, and nothing is left running") {
+  TempDir dir("mirrored_stop");
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", mirrored(2))));
+  pid_t host = startDtrain({"train", dir / "job.toml", "-q", "--set", "train.epochs=200"}, dir / "log");
+  REQUIRE(waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60));
+  const std::vector<pid_t> workers = workersOf(host);
+  REQUIRE(workers.size() == 2);
+  auto t0 = std::chrono::steady_clock::now();
+  ::kill(workers[1], SIGSTOP);  // alive for the kernel, silent for its peers
+  int code = waitExit(host);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string log = readFile(dir / "log");
+  INFO(log);
+  CHECK(code != 0);
+  // The default heartbeat timeout is 10 s; the frozen worker is killed at once
+  // rather than after the grace SIGTERM would get.
+  CHECK(took < 12.0);
+  CHECK(log.find("lost rank 1 (host ") != std::string::npos);
+  CHECK(log.find("no heartbeat for 10.0 s") != std::string::npos);
+  for (pid_t w : workers) CHECK(::kill(w, 0) == -1);  // reaped by the host: gone
   CHECK(!stepDirs(dir / "run").empty());
 }
