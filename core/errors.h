@@ -47,4 +47,10 @@ class CommError : public Error {
   using Error::Error;
 };
 
+// A compute device: none visible, out of memory, a failed device call.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace dtrain

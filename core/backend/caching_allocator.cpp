@@ -1,0 +1,106 @@
+#include "core/backend/caching_allocator.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "core/errors.h"
+
+namespace dtrain {
+
+namespace {
+
+constexpr size_t kSmallStep = 512;
+constexpr size_t kLargeFrom = size_t(1) << 20;
+constexpr size_t kLargeStep = size_t(2) << 20;
+
+std::string bytesText(int64_t bytes) {
+  char buf[64];
+  if (bytes >= (int64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / double(int64_t(1) << 30));
+  else if (bytes >= (int64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / double(int64_t(1) << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
+  return buf;
+}
+
+}  // namespace
+
+CachingAllocator::CachingAllocator(RawAllocator raw) : raw_(std::move(raw)) {
+  if (!raw_.allocate || !raw_.free) throw DeviceError("caching allocator: no raw allocate/free given");
+}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  emptyCacheLocked();
+  // Blocks still handed out belong to objects destroyed after this one; the
+  // device memory goes back all the same.
+  for (auto& [block, size] : live_) raw_.free(block);
+}
+
+size_t CachingAllocator::roundedSize(size_t bytes) {
+  const size_t step = bytes < kLargeFrom ? kSmallStep : kLargeStep;
+  return (bytes + step - 1) / step * step;
+}
+
+void* CachingAllocator::allocate(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const size_t size = roundedSize(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  void* block = nullptr;
+  auto cached = free_.find(size);
+  if (cached != free_.end() && !cached->second.empty()) {
+    block = cached->second.back();
+    cached->second.pop_back();
+    stats_.cached_bytes -= static_cast<int64_t>(size);
+    ++stats_.reuses;
+  } else {
+    block = raw_.allocate(size);
+    if (!block && stats_.cached_bytes > 0) {
+      emptyCacheLocked();  // cached blocks of other sizes may make room
+      block = raw_.allocate(size);
+    }
+    if (!block)
+      throw DeviceError(raw_.device + ": out of memory allocating " + bytesText(static_cast<int64_t>(size)) +
+                        " (" + bytesText(stats_.in_use_bytes) + " in use by dtrain" +
+                        (raw_.free_bytes ? ", " + raw_.free_bytes() : std::string()) +
+                        "); use a smaller batch_size or model");
+    ++stats_.raw_allocations;
+  }
+  live_.emplace(block, size);
+  stats_.in_use_bytes += static_cast<int64_t>(size);
+  if (stats_.in_use_bytes > stats_.peak_in_use_bytes) stats_.peak_in_use_bytes = stats_.in_use_bytes;
+  return block;
+}
+
+void CachingAllocator::release(void* block) {
+  if (!block) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(block);
+  if (it == live_.end())
+    throw DeviceError(raw_.device + ": caching allocator: release of a block it did not hand out");
+  const size_t size = it->second;
+  live_.erase(it);
+  free_[size].push_back(block);
+  stats_.in_use_bytes -= static_cast<int64_t>(size);
+  stats_.cached_bytes += static_cast<int64_t>(size);
+}
+
+void CachingAllocator::emptyCache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  emptyCacheLocked();
+}
+
+void CachingAllocator::emptyCacheLocked() {
+  for (auto& [size, blocks] : free_)
+    for (void* block : blocks) raw_.free(block);
+  free_.clear();
+  stats_.cached_bytes = 0;
+}
+
+CachingAllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace dtrain

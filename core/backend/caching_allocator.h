@@ -1,0 +1,73 @@
+// A caching allocator for device memory: blocks released by the program go
+// back to a free list and are handed out again for a request of the same
+// rounded size, so a training loop that asks for the same buffers every step
+// calls the device's allocator (cudaMalloc, which synchronises the device)
+// only in its first step. The raw allocator is injected, so the caching
+// policy is the same code on every device and is tested on the CPU.
+//
+// Sizes are rounded up to 512 bytes below 1 MiB and to 2 MiB above, so
+// buffers of nearly the same size share blocks. When the raw allocator fails,
+// every cached free block is returned to it and the request is tried once more.
+//
+// Blocks are reused in program order: a block used by work queued on a device
+// stream must be released only once that work cannot touch it any more (on
+// the stream the next user queues on, or after synchronising).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace dtrain {
+
+struct RawAllocator {
+  std::string device;                     // for messages: "cuda:0"
+  std::function<void*(size_t)> allocate;  // nullptr when out of memory
+  std::function<void(void*)> free;
+  std::function<std::string()> free_bytes;  // optional: "3.1 GiB free of 80 GiB", for messages
+};
+
+struct CachingAllocatorStats {
+  int64_t in_use_bytes = 0;  // handed out and not released
+  int64_t cached_bytes = 0;  // released, kept for reuse
+  int64_t peak_in_use_bytes = 0;
+  int64_t raw_allocations = 0;  // calls that reached the raw allocator
+  int64_t reuses = 0;           // requests served from the cache
+};
+
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(RawAllocator raw);
+  ~CachingAllocator();  // returns every block to the raw allocator
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // A block of at least `bytes` (nullptr for 0). Throws DeviceError naming
+  // the device and the sizes when the raw allocator fails even after the
+  // cache was emptied.
+  void* allocate(size_t bytes);
+  // Returns a block from allocate() to the cache; nullptr is ignored. Throws
+  // DeviceError for a pointer this allocator did not hand out.
+  void release(void* block);
+  // Gives every cached free block back to the raw allocator.
+  void emptyCache();
+  CachingAllocatorStats stats() const;
+
+  // The size a request is served with.
+  static size_t roundedSize(size_t bytes);
+
+ private:
+  void emptyCacheLocked();
+
+  RawAllocator raw_;
+  mutable std::mutex mutex_;
+  std::map<size_t, std::vector<void*>> free_;  // rounded size -> cached blocks
+  std::unordered_map<void*, size_t> live_;     // handed out -> rounded size
+  CachingAllocatorStats stats_;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,128 @@
+// The device memory cache, over a counting stand-in for cudaMalloc: a
+// training loop's repeated requests reach the raw allocator only once, sizes
+// are rounded into shared blocks, a failed raw allocation empties the cache
+// and retries, and misuse is refused with a message.
+#include "core/backend/caching_allocator.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+
+using namespace dtrain;
+
+namespace {
+
+// malloc-backed, with a byte budget standing in for the device's memory.
+struct FakeDevice {
+  int64_t budget = int64_t(1) << 40;
+  int64_t used = 0;
+  int allocations = 0, frees = 0;
+  std::set<void*> live;
+
+  RawAllocator raw() {
+    RawAllocator r;
+    r.device = "fake:0";
+    r.allocate = [this](size_t bytes) -> void* {
+      if (used + static_cast<int64_t>(bytes) > budget) return nullptr;
+      void* p = std::malloc(bytes);
+      used += static_cast<int64_t>(bytes);
+      sizes[p] = bytes;
+      live.insert(p);
+      ++allocations;
+      return p;
+    };
+    r.free = [this](void* p) {
+      REQUIRE(live.erase(p) == 1);
+      used -= static_cast<int64_t>(sizes[p]);
+      std::free(p);
+      ++frees;
+    };
+    r.free_bytes = [this] { return std::to_string(budget - used) + " bytes free"; };
+    return r;
+  }
+  std::map<void*, size_t> sizes;
+};
+
+}  // namespace
+
+TEST_CASE("caching allocator: sizes round to 512 bytes below 1 MiB and to 2 MiB above") {
+  CHECK(CachingAllocator::roundedSize(1) == 512);
+  CHECK(CachingAllocator::roundedSize(512) == 512);
+  CHECK(CachingAllocator::roundedSize(513) == 1024);
+  CHECK(CachingAllocator::roundedSize((1 << 20) - 1) == (1 << 20));
+  CHECK(CachingAllocator::roundedSize(1 << 20) == (2 << 20));
+  CHECK(CachingAllocator::roundedSize((2 << 20) + 1) == (4 << 20));
+}
+
+TEST_CASE("caching allocator: a step's buffers reach the raw allocator in the first step only") {
+  FakeDevice dev;
+  {
+    CachingAllocator cache(dev.raw());
+    const size_t sizes[] = {4000, 123456, 3 << 20, 4000, 77};
+    for (int step = 0; step < 10; ++step) {
+      std::vector<void*> blocks;
+      for (size_t s : sizes) blocks.push_back(cache.allocate(s));
+      std::set<void*> distinct(blocks.begin(), blocks.end());
+      CHECK(distinct.size() == blocks.size());  // live blocks never shared
+      for (void* b : blocks) cache.release(b);
+    }
+    const CachingAllocatorStats st = cache.stats();
+    CHECK(dev.allocations == 5);
+    CHECK(st.raw_allocations == 5);
+    CHECK(st.reuses == 45);
+    CHECK(st.in_use_bytes == 0);
+    CHECK(st.cached_bytes == 4096 + 123904 + (4 << 20) + 4096 + 512);
+    CHECK(st.peak_in_use_bytes == st.cached_bytes);
+    CHECK(cache.allocate(0) == nullptr);
+    cache.release(nullptr);  // ignored
+  }
+  CHECK(dev.frees == 5);  // everything returned at destruction
+  CHECK(dev.live.empty());
+}
+
+TEST_CASE("caching allocator: a request that does not fit empties the cache and is tried again") {
+  FakeDevice dev;
+  dev.budget = 8 << 20;
+  CachingAllocator cache(dev.raw());
+  void* a = cache.allocate(3 << 20);  // 4 MiB block
+  cache.release(a);
+  CHECK(cache.stats().cached_bytes == (4 << 20));
+  void* b = cache.allocate(5 << 20);  // 6 MiB: fits only once the cached 4 MiB is freed
+  CHECK(b != nullptr);
+  CHECK(cache.stats().cached_bytes == 0);
+  CHECK(dev.frees == 1);
+  // Too large even with an empty cache: a message that names the device and sizes.
+  try {
+    cache.allocate(5 << 20);
+    FAIL("expected an out-of-memory error");
+  } catch (const DeviceError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("fake:0: out of memory allocating 6.0 MiB") == 0);
+    CHECK(what.find("6.0 MiB in use by dtrain") != std::string::npos);
+    CHECK(what.find("2097152 bytes free") != std::string::npos);
+    CHECK(what.find("batch_size") != std::string::npos);
+  }
+  cache.release(b);
+}
+
+TEST_CASE("caching allocator: releasing a foreign pointer is refused; emptyCache returns free blocks only") {
+  FakeDevice dev;
+  CachingAllocator cache(dev.raw());
+  int local = 0;
+  CHECK_THROWS_WITH_AS(cache.release(&local),
+                       "fake:0: caching allocator: release of a block it did not hand out", DeviceError);
+  void* kept = cache.allocate(1000);
+  void* dropped = cache.allocate(2000);
+  cache.release(dropped);
+  cache.emptyCache();
+  CHECK(dev.frees == 1);
+  CHECK(dev.live.count(kept) == 1);
+  CHECK(cache.stats().in_use_bytes == 1024);
+  cache.release(kept);
+}
