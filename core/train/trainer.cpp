@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/backend/device_query.h"
 #include "core/errors.h"
 #include "core/io/crc32.h"
 #include "core/nn/layer_registry.h"
@@ -36,8 +37,18 @@ int resolveThreads(int configured) {
 }
 
 void checkDevice(const std::string& device) {
-  if (device == "cuda")
-    throw ConfigError("[job] device = \"cuda\": this build has no CUDA backend yet; use device = \"cpu\"");
+  if (device != "cuda") return;  // "auto" trains on the CPU until CUDA training exists
+  if (!cudaBackendBuilt())
+    throw ConfigError(
+        "[job] device = \"cuda\": this dtrain was built without the CUDA backend (the CUDA toolkit, "
+        "cuBLAS, cuDNN or NCCL was missing when it was configured); rebuild with them, or use device = "
+        "\"cpu\"");
+  if (visibleCudaDevices() == 0)
+    throw ConfigError(
+        "[job] device = \"cuda\": no CUDA device is visible to this process; use device = \"cpu\"");
+  throw ConfigError(
+      "[job] device = \"cuda\": training on CUDA devices is not implemented in this build yet; "
+      "use device = \"cpu\"");
 }
 
 struct Trainer::Impl {

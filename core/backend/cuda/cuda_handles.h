@@ -1,0 +1,43 @@
+// Owners of CUDA streams and events: created on construction, destroyed with
+// the object (errors at destruction are ignored: the device may be failing).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace dtrain {
+
+class CudaStream {
+ public:
+  CudaStream();  // a non-blocking stream on the current device
+  ~CudaStream();
+  CudaStream(CudaStream&& other) noexcept;
+  CudaStream& operator=(CudaStream&& other) noexcept;
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  cudaStream_t get() const { return stream_; }
+  void synchronize() const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class CudaEvent {
+ public:
+  CudaEvent();  // without timing: the cheap kind, for ordering streams
+  ~CudaEvent();
+  CudaEvent(CudaEvent&& other) noexcept;
+  CudaEvent& operator=(CudaEvent&& other) noexcept;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+
+  cudaEvent_t get() const { return event_; }
+  void record(const CudaStream& on);
+  // Work queued on `stream` from now on waits until this event has happened.
+  void makeWait(const CudaStream& stream) const;
+  void synchronize() const;
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace dtrain
