@@ -4,8 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <numeric>
 
+#include "collective_value_checks.h"
 #include "collectives_test_util.h"
 #include "core/comm/in_memory_store.h"
 
@@ -29,77 +29,10 @@ std::vector<int64_t> unevenSplit(int64_t n, int size) {
   return counts;
 }
 
-void checkAllReduceFloat(ProcessGroup& group, int64_t n) {
-  std::vector<float> data(n);
-  for (int64_t i = 0; i < n; ++i) data[i] = contribution(group.rank(), i, 0);
-  group.allReduceSum(data.data(), n);
-  CHECK_MESSAGE(
-      firstMismatch(data.data(), n, [&](int64_t i) { return sumOverRanks(group.size(), i, 0); }) == "",
-      "all-reduce float n=" << n << " rank " << group.rank());
-}
-
-void checkAllReduceDouble(ProcessGroup& group, int64_t n) {
-  // Beyond float precision: a path that went through float would lose the low digits.
-  auto value = [](int rank, int64_t i) { return 1e12 + 1e6 * rank + static_cast<double>(i % 4099); };
-  std::vector<double> data(n);
-  for (int64_t i = 0; i < n; ++i) data[i] = value(group.rank(), i);
-  group.allReduceSum(data.data(), n);
-  CHECK_MESSAGE(firstMismatch(data.data(), n,
-                              [&](int64_t i) {
-                                double sum = 0;
-                                for (int r = 0; r < group.size(); ++r) sum += value(r, i);
-                                return sum;
-                              }) == "",
-                "all-reduce double n=" << n << " rank " << group.rank());
-}
-
-void checkBroadcast(ProcessGroup& group, int64_t n) {
-  const int root = group.size() - 1;  // not rank 0 whenever there is a choice
-  std::vector<float> data(n, -1.0f);
-  if (group.rank() == root)
-    for (int64_t i = 0; i < n; ++i) data[i] = contribution(root, i, 1);
-  group.broadcast(data.data(), n, root);
-  CHECK_MESSAGE(firstMismatch(data.data(), n, [&](int64_t i) { return contribution(root, i, 1); }) == "",
-                "broadcast n=" << n << " rank " << group.rank());
-
-  const int byteRoot = group.size() > 1 ? 1 : 0;
-  std::vector<uint8_t> bytes(n, 0);
-  if (group.rank() == byteRoot)
-    for (int64_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 3);
-  group.broadcastBytes(bytes.data(), n, byteRoot);
-  CHECK_MESSAGE(
-      firstMismatch(bytes.data(), n, [](int64_t i) { return static_cast<uint8_t>(i * 7 + 3); }) == "",
-      "broadcast bytes n=" << n << " rank " << group.rank());
-}
-
-void checkAllGather(ProcessGroup& group, int64_t n) {
-  const int size = group.size();
-  std::vector<float> in(n), out(n * size, -1.0f);
-  for (int64_t i = 0; i < n; ++i) in[i] = contribution(group.rank(), i, 2);
-  group.allGather(in.data(), n, out.data());
-  auto expected = [&](int64_t j) { return contribution(static_cast<int>(j / n), j % n, 2); };
-  CHECK_MESSAGE(firstMismatch(out.data(), n * size, expected) == "",
-                "all-gather n=" << n << " rank " << group.rank());
-
-  // In place: the rank's own input already sits at its place in the output.
-  std::vector<float> inPlace(n * size, -1.0f);
-  for (int64_t i = 0; i < n; ++i) inPlace[group.rank() * n + i] = contribution(group.rank(), i, 2);
-  group.allGather(inPlace.data() + group.rank() * n, n, inPlace.data());
-  CHECK_MESSAGE(firstMismatch(inPlace.data(), n * size, expected) == "",
-                "in-place all-gather n=" << n << " rank " << group.rank());
-}
-
-void checkReduceScatter(ProcessGroup& group, int64_t n, bool even) {
-  const std::vector<int64_t> counts =
-      even ? std::vector<int64_t>(group.size(), n / group.size()) : unevenSplit(n, group.size());
-  n = std::accumulate(counts.begin(), counts.end(), int64_t(0));
-  std::vector<float> data(n);
-  for (int64_t i = 0; i < n; ++i) data[i] = contribution(group.rank(), i, 3);
-  group.reduceScatterSum(data.data(), counts);
-  const int64_t offset = std::accumulate(counts.begin(), counts.begin() + group.rank(), int64_t(0));
-  CHECK_MESSAGE(firstMismatch(data.data() + offset, counts[group.rank()],
-                              [&](int64_t i) { return sumOverRanks(group.size(), offset + i, 3); }) == "",
-                "reduce-scatter n=" << n << (even ? " even" : " uneven") << " rank " << group.rank());
+// Gloo's reduce-scatter over even or uneven counts (see unevenSplit).
+void checkReduceScatterSplit(ProcessGroup& group, int64_t n, bool even) {
+  checkReduceScatter(
+      group, even ? std::vector<int64_t>(group.size(), n / group.size()) : unevenSplit(n, group.size()));
 }
 
 // Every rank counts itself in before the barrier; none may leave it before
@@ -122,16 +55,18 @@ void checkEveryCollective(const std::string& algorithm) {
       GlooProcessGroup group(store, rank, size, testOptions(algorithm));
       int round = 0;
       for (int64_t n : counts) {
-        checkAllReduceFloat(group, n);
-        checkAllReduceDouble(group, n);
-        checkBroadcast(group, n);
+        checkAllReduceFloat(group, n, 0);
+        checkAllReduceDouble(group, n, 0);
+        // From the last rank, and from rank 1 (not rank 0 whenever there is a choice).
+        checkBroadcast(group, n, size - 1);
+        if (size > 2) checkBroadcast(group, n, 1);
         checkAllGather(group, n);
-        checkReduceScatter(group, n, true);
-        checkReduceScatter(group, n, false);
+        checkReduceScatterSplit(group, n, true);
+        checkReduceScatterSplit(group, n, false);
         checkBarrier(group, arrived, ++round);
       }
     });
-    for (int r = 0; r < size; ++r) CHECK_MESSAGE(errors[r] == "", "rank " << r << " of " << size);
+    checkNoErrors(errors);
   }
 }
 
@@ -152,16 +87,7 @@ TEST_CASE("gloo reduce-scatter: counts with zeros anywhere, and everything to on
   InMemoryStore store;
   auto errors = runRanks(size, [&](int rank) {
     GlooProcessGroup group(store, rank, size, testOptions());
-    for (const auto& counts : splits) {
-      const int64_t n = std::accumulate(counts.begin(), counts.end(), int64_t(0));
-      std::vector<float> data(n);
-      for (int64_t i = 0; i < n; ++i) data[i] = contribution(rank, i, 4);
-      group.reduceScatterSum(data.data(), counts);
-      const int64_t offset = std::accumulate(counts.begin(), counts.begin() + rank, int64_t(0));
-      CHECK_MESSAGE(firstMismatch(data.data() + offset, counts[rank],
-                                  [&](int64_t i) { return sumOverRanks(size, offset + i, 4); }) == "",
-                    "rank " << rank << " n " << n);
-    }
+    for (const auto& counts : splits) checkReduceScatter(group, counts);
   });
-  for (int r = 0; r < size; ++r) CHECK_MESSAGE(errors[r] == "", "rank " << r);
+  checkNoErrors(errors);
 }

@@ -3,127 +3,66 @@
 // saying what happened, and never crash or hang.
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <thread>
+#include <memory>
 
 #include "collectives_test_util.h"
 #include "core/comm/in_memory_store.h"
 #include "core/errors.h"
+#include "failure_scenarios.h"
 
 using namespace dtrain;
 using namespace dtrain::testing;
 using namespace std::chrono_literals;
 
-namespace {
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Spins (briefly sleeping) until `flag` is set or `limit` passes.
-void awaitFlag(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!flag.load() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
-}
-
-}  // namespace
-
 TEST_CASE("gloo failure: a rank that never joins fails the others' construction in time, naming it") {
-  const int size = 3;
   InMemoryStore store;
-  std::vector<double> took(size, 0);
-  auto errors = runRanks(size, [&](int rank) {
-    if (rank == 2) return;  // never comes
-    auto start = std::chrono::steady_clock::now();
-    try {
-      GlooProcessGroup group(store, rank, size, testOptions("auto", 1s));
-    } catch (...) {
-      took[rank] = secondsSince(start);
-      throw;
-    }
+  ScenarioOutcome out = absentRank(3, 2, [&](int rank) {
+    return std::make_unique<GlooProcessGroup>(store, rank, 3, testOptions("auto", 1s));
   });
   for (int r = 0; r < 2; ++r) {
-    CAPTURE(errors[r]);
-    CHECK(has(errors[r], "rank 2 did not join within 1 s"));
-    CHECK(has(errors[r], "gloo group (rank " + std::to_string(r) + " of 3)"));
-    CHECK(took[r] >= 0.9);
-    CHECK(took[r] < 4.0);
+    CAPTURE(out.errors[r]);
+    CHECK(has(out.errors[r], "rank 2 did not join within 1 s"));
+    CHECK(has(out.errors[r], "gloo group (rank " + std::to_string(r) + " of 3)"));
+    CHECK(out.took[r] >= 0.9);
+    CHECK(out.took[r] < 4.0);
   }
-  CHECK(errors[2] == "");
+  CHECK(out.errors[2] == "");
 }
 
 TEST_CASE("gloo failure: a rank that skips a call makes the others' call throw within the timeout") {
-  const int size = 3;
   InMemoryStore store;
-  std::vector<std::string> laterErrors(size);
-  std::vector<double> took(size, 0);
-  std::atomic<int> failed{0};
-  std::atomic<bool> othersDone{false};
-  auto errors = runRanks(size, [&](int rank) {
-    GlooProcessGroup group(store, rank, size, testOptions("auto", 1500ms));
-    std::vector<float> data(1001, 1.0f);
-    group.allReduceSum(data.data(), 1001);  // everyone takes part once
-    if (rank == 1) {
-      // Skips the second call, and keeps its group until the others gave up.
-      awaitFlag(othersDone, 10s);
-      return;
-    }
-    auto start = std::chrono::steady_clock::now();
-    try {
-      group.allReduceSum(data.data(), 1001);
-    } catch (const CommError&) {
-      took[rank] = secondsSince(start);
-      try {
-        group.barrier();  // a failed group refuses at once
-      } catch (const CommError& e) {
-        laterErrors[rank] = e.what();
-      }
-      if (++failed == size - 1) othersDone = true;
-      throw;
-    }
+  ScenarioOutcome out = skippedCall(3, 1, [&](int rank) {
+    return std::make_unique<GlooProcessGroup>(store, rank, 3, testOptions("auto", 1500ms));
   });
   for (int r : {0, 2}) {
-    CAPTURE(errors[r]);
-    CHECK(has(errors[r], "all-reduce of 1001 floats: "));
-    CHECK((has(errors[r], "timed out after 1.5 s") || has(errors[r], "closed")));
-    CHECK(took[r] < 6.0);
-    CHECK(has(laterErrors[r], "barrier: the group failed earlier"));
+    CAPTURE(out.errors[r]);
+    CHECK(has(out.errors[r], "all-reduce of 1001 floats: "));
+    CHECK((has(out.errors[r], "timed out after 1.5 s") || has(out.errors[r], "closed")));
+    CHECK(out.took[r] < 6.0);
+    CHECK(has(out.later_errors[r], "barrier: the group failed earlier"));
   }
   // In the ring, rank 2 waits on rank 1 (the one that skipped) and names it;
   // rank 0 waits on rank 2, which then has nothing to pass on.
-  CHECK(errors[2] == "all-reduce of 1001 floats: timed out after 1.5 s waiting for rank 1");
-  CHECK((has(errors[0], "waiting for rank 1") || has(errors[0], "waiting for rank 2") ||
-         has(errors[0], "connection to rank 2 closed")));
-  CHECK(errors[1] == "");
+  CHECK(out.errors[2] == "all-reduce of 1001 floats: timed out after 1.5 s waiting for rank 1");
+  CHECK((has(out.errors[0], "waiting for rank 1") || has(out.errors[0], "waiting for rank 2") ||
+         has(out.errors[0], "connection to rank 2 closed")));
+  CHECK(out.errors[1] == "");
 }
 
 TEST_CASE("gloo failure: a rank that drops its group while failing makes the others throw promptly") {
-  const int size = 3;
   InMemoryStore store;
-  std::vector<double> took(size, 0);
-  std::atomic<int> failed{0};
-  std::atomic<bool> othersDone{false};
-  auto errors = runRanks(size, [&](int rank) {
-    GlooProcessGroup group(store, rank, size, testOptions("auto", 5s));
-    std::vector<float> data(1001, 1.0f);
-    group.allReduceSum(data.data(), 1001);
-    if (rank == 2) throw std::runtime_error("rank 2 hit an error of its own");  // unwinds through the group
-    auto start = std::chrono::steady_clock::now();
-    try {
-      for (int step = 0; step < 3; ++step) group.allReduceSum(data.data(), 1001);
-    } catch (...) {
-      took[rank] = secondsSince(start);
-      // Keep this group until the other survivor failed too, so each sees
-      // only rank 2's connection close.
-      if (++failed == size - 1) othersDone = true;
-      awaitFlag(othersDone, 10s);
-      throw;
-    }
-  });
-  CHECK(errors[2] == "rank 2 hit an error of its own");
+  // Each survivor keeps its group until the other failed too, so each sees
+  // only rank 2's connection close.
+  ScenarioOutcome out = rankFailsWithGroup(
+      3, 2,
+      [&](int rank) { return std::make_unique<GlooProcessGroup>(store, rank, 3, testOptions("auto", 5s)); },
+      true);
+  CHECK(out.errors[2] == "rank 2 hit an error of its own");
   for (int r : {0, 1}) {
-    CAPTURE(errors[r]);
-    CHECK(errors[r] == "all-reduce of 1001 floats: connection to rank 2 closed (peer process gone?)");
+    CAPTURE(out.errors[r]);
+    CHECK(out.errors[r] == "all-reduce of 1001 floats: connection to rank 2 closed (peer process gone?)");
     // Well before the 5 s timeout: a closed connection is noticed at once.
-    CHECK(took[r] < 3.0);
+    CHECK(out.took[r] < 3.0);
   }
 }
 

@@ -10,13 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <thread>
 
 #include "collectives_test_util.h"
 #include "core/comm/in_memory_store.h"
 #include "core/comm/shm_wait.h"
 #include "core/errors.h"
+#include "failure_scenarios.h"
 #include "shm_test_util.h"
 
 using namespace dtrain;
@@ -24,14 +24,6 @@ using namespace dtrain::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Spins (briefly sleeping) until `flag` is set or `limit` passes.
-void awaitFlag(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!flag.load() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
-}
 
 // The store of a test whose ranks are two processes: rank 0's set() sends
 // the value down a pipe and rank 1's get() reads it, which is all joining
@@ -105,26 +97,16 @@ class PipeStore : public Store {
 }  // namespace
 
 TEST_CASE("shm failure: a rank that never joins fails the others' construction in time, naming it") {
-  const int size = 3;
   InMemoryStore store;
-  std::vector<double> took(size, 0);
-  auto errors = runRanks(size, [&](int rank) {
-    if (rank == 2) return;  // never comes
-    auto start = std::chrono::steady_clock::now();
-    try {
-      ShmProcessGroup group(store, rank, size, shmTestOptions(1s));
-    } catch (...) {
-      took[rank] = secondsSince(start);
-      throw;
-    }
-  });
+  ScenarioOutcome out = absentRank(
+      3, 2, [&](int rank) { return std::make_unique<ShmProcessGroup>(store, rank, 3, shmTestOptions(1s)); });
   for (int r = 0; r < 2; ++r) {
     CAPTURE(r);
-    CHECK(errors[r] == "shm group (rank " + std::to_string(r) + " of 3): rank 2 did not join within 1 s");
-    CHECK(took[r] >= 0.9);
-    CHECK(took[r] < 4.0);
+    CHECK(out.errors[r] == "shm group (rank " + std::to_string(r) + " of 3): rank 2 did not join within 1 s");
+    CHECK(out.took[r] >= 0.9);
+    CHECK(out.took[r] < 4.0);
   }
-  CHECK(errors[2] == "");
+  CHECK(out.errors[2] == "");
   CHECK(leftoverSegments().empty());
 }
 
@@ -141,77 +123,40 @@ TEST_CASE("shm failure: without rank 0 the others' construction fails in time, n
 }
 
 TEST_CASE("shm failure: a rank that skips a call makes the others throw after the timeout, naming it") {
-  const int size = 3;
   InMemoryStore store;
-  std::vector<std::string> laterErrors(size);
-  std::vector<double> took(size, 0);
-  std::atomic<int> failed{0};
-  std::atomic<bool> othersDone{false};
-  auto errors = runRanks(size, [&](int rank) {
-    ShmProcessGroup group(store, rank, size, shmTestOptions(1500ms));
-    std::vector<float> data(1001, 1.0f);
-    group.allReduceSum(data.data(), 1001);  // everyone takes part once
-    if (rank == 1) {
-      // Skips the second call, and keeps its group until the others gave up.
-      awaitFlag(othersDone, 10s);
-      return;
-    }
-    auto start = std::chrono::steady_clock::now();
-    try {
-      group.allReduceSum(data.data(), 1001);
-    } catch (const CommError&) {
-      took[rank] = secondsSince(start);
-      try {
-        group.barrier();  // a failed group refuses at once
-      } catch (const CommError& e) {
-        laterErrors[rank] = e.what();
-      }
-      if (++failed == size - 1) othersDone = true;
-      throw;
-    }
+  ScenarioOutcome out = skippedCall(3, 1, [&](int rank) {
+    return std::make_unique<ShmProcessGroup>(store, rank, 3, shmTestOptions(1500ms));
   });
   for (int r : {0, 2}) {
     CAPTURE(r);
     const std::string who = "shm group (rank " + std::to_string(r) + " of 3)";
-    CHECK(errors[r] == who + ": all-reduce of 1001 floats: rank 1 did not take part within 1.5 s");
-    CHECK(took[r] >= 1.4);
-    CHECK(took[r] < 5.0);
-    CHECK(laterErrors[r] ==
+    CHECK(out.errors[r] == who + ": all-reduce of 1001 floats: rank 1 did not take part within 1.5 s");
+    CHECK(out.took[r] >= 1.4);
+    CHECK(out.took[r] < 5.0);
+    CHECK(out.later_errors[r] ==
           who +
               ": barrier: the group failed earlier (rank 1 did not take part within 1.5 s); it "
               "cannot be used again");
   }
-  CHECK(errors[1] == "");
+  CHECK(out.errors[1] == "");
   CHECK(leftoverSegments().empty());
 }
 
 TEST_CASE("shm failure: a rank that drops its group while failing makes the others throw at once") {
-  const int size = 3;
   InMemoryStore store;
-  std::vector<double> took(size, 0);
-  auto errors = runRanks(size, [&](int rank) {
-    ShmProcessGroup group(store, rank, size, shmTestOptions(10s));
-    std::vector<float> data(1001, 1.0f);
-    group.allReduceSum(data.data(), 1001);
-    if (rank == 2) throw std::runtime_error("rank 2 hit an error of its own");  // unwinds through the group
-    auto start = std::chrono::steady_clock::now();
-    try {
-      for (int step = 0; step < 3; ++step) group.allReduceSum(data.data(), 1001);
-    } catch (...) {
-      took[rank] = secondsSince(start);
-      throw;
-    }
-  });
-  CHECK(errors[2] == "rank 2 hit an error of its own");
+  ScenarioOutcome out = rankFailsWithGroup(
+      3, 2, [&](int rank) { return std::make_unique<ShmProcessGroup>(store, rank, 3, shmTestOptions(10s)); },
+      false);
+  CHECK(out.errors[2] == "rank 2 hit an error of its own");
   for (int r : {0, 1}) {
     CAPTURE(r);
     // Rank 1 may instead find rank 0 gone, if rank 0 gave up first.
-    CHECK(
-        has(errors[r], "shm group (rank " + std::to_string(r) + " of 3): all-reduce of 1001 floats: rank "));
-    CHECK(has(errors[r], " left the group (a call of its own failed, or it destroyed its group)"));
-    CHECK(took[r] < 1.0);  // not the 10 s timeout
+    CHECK(has(out.errors[r],
+              "shm group (rank " + std::to_string(r) + " of 3): all-reduce of 1001 floats: rank "));
+    CHECK(has(out.errors[r], " left the group (a call of its own failed, or it destroyed its group)"));
+    CHECK(out.took[r] < 1.0);  // not the 10 s timeout
   }
-  CHECK(has(errors[0], "rank 2 left the group"));
+  CHECK(has(out.errors[0], "rank 2 left the group"));
 }
 
 TEST_CASE("shm failure: processHasExited tells a running process from an exited one, reaped or not") {
