@@ -1,6 +1,5 @@
 #include "core/comm/shm_wait.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,8 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdio>
-#include <cstring>
 #include <sstream>
 #include <thread>
 #include <vector>

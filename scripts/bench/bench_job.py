@@ -1,8 +1,8 @@
-"""The dtrain job the benchmarks train: a preset on Fashion-MNIST, batch 128,
+"""The dtrain job the benchmarks train: a preset on Fashion-MNIST, batch 128 unless told,
 plain SGD with momentum, no evaluation or checkpoints inside the timed steps."""
 
 
-def write_bench_job(path, name, run_dir, model, steps, job_extra="", strategy=""):
+def write_bench_job(path, name, run_dir, model, steps, job_extra="", strategy="", batch_size=128):
     with open(path, "w") as f:
         f.write(f"""[job]
 name = "{name}"
@@ -13,7 +13,7 @@ preset = "{model}"
 dataset = "fashion_mnist"
 [train]
 steps = {steps}
-batch_size = 128
+batch_size = {batch_size}
 eval_every_epoch = false
 checkpoint_every_epoch = false
 [optimizer]

@@ -30,11 +30,7 @@ WARMUP = 30
 def job(workdir, name, batch, steps, strategy):
     run_dir = os.path.join(workdir, name)
     path = write_bench_job(os.path.join(workdir, name + ".toml"), name, run_dir, "cnn", steps,
-                           job_extra="threads = 1\n", strategy=strategy)
-    with open(path) as f:
-        text = f.read().replace("batch_size = 128", f"batch_size = {batch}")
-    with open(path, "w") as f:
-        f.write(text)
+                           job_extra="threads = 1\n", strategy=strategy, batch_size=batch)
     return path, run_dir
 
 
