@@ -6,7 +6,7 @@
 #include "core/config/parse_job.h"
 #include "core/config/validate_job.h"
 #include "core/nn/layer_registry.h"
-#include "core/train/trainer.h"
+#include "core/train/device_choice.h"
 #include "datasets/dataset_info.h"
 #include "models/model_builder.h"
 
@@ -16,7 +16,7 @@ namespace dtrain::cli {
 int runCheck(const CheckArgs& args) {
   JobConfig job = parseJobFile(args.job_file, args.overrides);
   validateJob(job);
-  checkDevice(job.job.device);
+  const Device device = resolveDevice(job.job.device);
   DatasetInfo data = peekDataset(job.data);
   auto model = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
   std::printf("# %s: valid\n# resolved job (defaults filled in)\n\n%s\n", args.job_file.c_str(),
@@ -24,6 +24,7 @@ int runCheck(const CheckArgs& args) {
   std::printf("# data: %lld training and %lld test samples of %s, %lld classes\n",
               static_cast<long long>(data.train_samples), static_cast<long long>(data.test_samples),
               data.sample_shape.str().c_str(), static_cast<long long>(data.classes));
+  std::printf("# device: %s\n", describeDevice(device).c_str());
   std::printf("# model\n%s", modelSummary(*model).c_str());
   return kExitOk;
 }

@@ -50,6 +50,7 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
   if (job.job.threads == 0) job.job.threads = std::max(1, resolveThreads(0) / assignment.local_workers);
   WorkerSession session(job, assignment, hooks.before_abort_exit);
   options.strategy = session.strategy();
+  options.local_index = assignment.localIndex();
   try {
     if (session.rank() == 0 && hooks.prepare_on_rank0) hooks.prepare_on_rank0();
     Trainer trainer(job, options);

@@ -1,8 +1,10 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "core/backend/device_ops.h"
 #include "core/io/json.h"
 #include "core/nn/layer_registry.h"
+#include "core/train/device_choice.h"
 #include "core/train/evaluate.h"
 #include "core/train/model_checkpoint.h"
 #include "core/train/replica_set.h"
@@ -15,10 +17,11 @@ namespace dtrain::cli {
 int runEval(const EvalArgs& args) {
   ResumePoint from = loadResumePointReporting(args.checkpoint);
   const JobConfig& job = from.job;
-  checkDevice(job.job.device);
+  const Device device = resolveDevice(job.job.device);
+  if (!device.isCpu()) device_ops::setTf32(device, job.job.precision == "tf32");
   auto test = openDataset(job.data, Split::Test, job.job.seed);
-  ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(), resolveThreads(0),
-                      job.train.batch_size);
+  ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(),
+                      device.isCpu() ? resolveThreads(0) : 1, job.train.batch_size, device);
   restoreCheckpoint(from.checkpoint, replicas.store(), nullptr);
   OneDeviceStrategy one_process;  // eval runs in one process, whatever strategy trained the weights
   EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data.prefetch, one_process);

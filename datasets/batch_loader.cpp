@@ -17,7 +17,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch,
-                         Shard shard)
+                         Shard shard, bool pinned)
     : data_(data),
       sampler_(sampler),
       batch_size_(batch_size),
@@ -25,7 +25,8 @@ BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t ba
       shard_(shard),
       sample_numel_(data.sampleShape().numel()),
       capacity_(std::max<int64_t>(
-          1, shard.world >= 1 ? ceilDiv(std::min(batch_size, sampler.size()), shard.world) : 1)) {
+          1, shard.world >= 1 ? ceilDiv(std::min(batch_size, sampler.size()), shard.world) : 1)),
+      pinned_(pinned) {
   if (shard.world < 1 || shard.rank < 0 || shard.rank >= shard.world)
     throw Error("BatchLoader: rank " + std::to_string(shard.rank) + " is outside a world of " +
                 std::to_string(shard.world));
@@ -78,7 +79,10 @@ bool BatchLoader::canProduce() const {
 
 bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n,
                        uint64_t generation) {
-  if (!slot.full.data()) slot.full = Tensor::empty(data_.sampleShape().withBatch(capacity_));
+  if (!slot.full.data()) {
+    const Shape shape = data_.sampleShape().withBatch(capacity_);
+    slot.full = pinned_ ? Tensor::pinned(shape) : Tensor::empty(shape);
+  }
   slot.batch.global_size = n;
   // This shard's rows of the global batch, split as the compute threads split theirs.
   const auto [lo, hi] = WorkerPool::split(n, shard_.world, shard_.rank);

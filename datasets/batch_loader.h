@@ -47,8 +47,11 @@ class BatchLoader {
   // handed out is this shard's slice of it (possibly empty at an epoch's
   // end). prefetch >= 0 batches are prepared ahead (0: no thread).
   // Throws Error for invalid arguments or a sampler that does not match the
-  // dataset's size. Nothing is loaded until start().
-  BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch, Shard shard = {});
+  // dataset's size. Nothing is loaded until start(). `pinned`: the buffers
+  // are page-locked host memory (Tensor::pinned), so a GPU copies batches from
+  // them asynchronously while the loader thread fills the next ones.
+  BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch, Shard shard = {},
+              bool pinned = false);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -97,6 +100,7 @@ class BatchLoader {
   const Shard shard_;
   const int64_t sample_numel_;
   const int64_t capacity_;  // rows per buffer: the largest slice, or fewer for a small dataset
+  const bool pinned_;
   std::vector<Slot> slots_;
 
   std::mutex mu_;

@@ -17,7 +17,10 @@ struct JobSection {
   std::string run_dir;  // default: "runs/<name>"
   uint64_t seed = 42;
   int threads = 0;             // compute threads; 0 = one per core
-  std::string device = "cpu";  // "auto" | "cpu" | "cuda" (cuda: later issue)
+  std::string device = "cpu";  // "auto" (cuda when a GPU is visible) | "cpu" | "cuda"
+  // GPU arithmetic of matrix products and convolutions: "fp32" (exact fp32,
+  // matches the CPU) | "tf32" (tensor cores: faster, ~3 decimal digits)
+  std::string precision = "fp32";
 };
 
 // One entry of [[model.layers]]: name, type, inputs, and type-specific options.
@@ -93,6 +96,10 @@ struct StrategySection {
   std::string collective = "auto";
   double bucket_mb = 4.0;  // gradients are all-reduced in buckets of this size,
                            // overlapped with the rest of backward
+  // Who carries the collectives of GPU runs: "auto" (NCCL when every rank of
+  // a host has a GPU of its own, else Gloo staged through host memory) |
+  // "nccl" | "gloo". CPU runs always use shared memory or Gloo.
+  std::string backend = "auto";
 };
 
 // One host of a multi-host run: [[cluster.hosts]] or hosts = [{ address = ..., slots = ... }].

@@ -21,6 +21,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(job, seed),
       DTRAIN_JOB_FIELD(job, threads),
       DTRAIN_JOB_FIELD(job, device),
+      DTRAIN_JOB_FIELD(job, precision),
 
       DTRAIN_JOB_FIELD(model, preset),
       DTRAIN_JOB_FIELD(model, hidden),
@@ -67,6 +68,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(strategy, workers),
       DTRAIN_JOB_FIELD(strategy, collective),
       DTRAIN_JOB_FIELD(strategy, bucket_mb),
+      DTRAIN_JOB_FIELD(strategy, backend),
 
       DTRAIN_JOB_FIELD(cluster, coordinator),
       DTRAIN_JOB_FIELD(cluster, token),

@@ -15,7 +15,8 @@
 namespace dtrain {
 
 const char* const kResumeChangeable =
-    "[strategy], [cluster], job.threads, job.device, train.steps, train.epochs and the eval, checkpoint "
+    "[strategy], [cluster], job.threads, job.device, job.precision, train.steps, train.epochs and the eval, "
+    "checkpoint "
     "and log cadence";
 
 namespace {
@@ -117,7 +118,7 @@ std::string differenceMessage(const std::string& section, const std::string& key
 
 bool changeableOnResume(const std::string& section, const std::string& key) {
   if (section == "strategy" || section == "cluster") return true;
-  if (section == "job") return key == "threads" || key == "device";
+  if (section == "job") return key == "threads" || key == "device" || key == "precision";
   if (section == "train") {
     const std::vector<std::string>& keys = changeableTrainKeys();
     return std::find(keys.begin(), keys.end(), key) != keys.end();

@@ -97,6 +97,7 @@ class Checker {
 void checkJobSection(const Checker& c, const JobSection& s) {
   c.intRange("job.threads", s.threads, 0, 256);
   c.oneOf("job.device", s.device, {"auto", "cpu", "cuda"});
+  c.oneOf("job.precision", s.precision, {"fp32", "tf32"});
 }
 
 void checkLayers(const std::vector<LayerSpec>& layers) {
@@ -209,6 +210,7 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
   c.intRange("strategy.workers", s.workers, 1, 64);
   c.oneOf("strategy.collective", s.collective,
           {"auto", "shared_memory", "ring", "halving_doubling", "bcube"});
+  c.oneOf("strategy.backend", s.backend, {"auto", "nccl", "gloo"});
   c.finite("strategy.bucket_mb", s.bucket_mb);
   if (!(s.bucket_mb > 0 && s.bucket_mb <= 1024))
     c.fail("strategy.bucket_mb", "must be in (0, 1024]" + Checker::got(s.bucket_mb));

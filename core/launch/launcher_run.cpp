@@ -94,6 +94,7 @@ LauncherRun planLauncherRun(const JobConfig& job, const LaunchEnv& env) {
   a.address = localAddressToward(hp.host, hp.port);
   a.label = labelOf(env);
   a.all_ranks_on_this_host = env.local_world_size == env.world_size;
+  a.local_rank = env.local_rank;
   // Peers dial this address for the collectives. A coordinator reached over
   // loopback (its name mapped to 127.0.1.1 here, as Debian's /etc/hosts
   // does) would give them this host's loopback: refuse that when the launch

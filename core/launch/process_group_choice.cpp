@@ -1,5 +1,7 @@
 #include "core/launch/process_group_choice.h"
 
+#include "core/backend/device_groups.h"
+#include "core/backend/device_query.h"
 #include "core/comm/gloo_process_group.h"
 #include "core/comm/shm_process_group.h"
 #include "core/errors.h"
@@ -13,9 +15,12 @@ bool allRanksOnOneHost(const Membership& membership) {
   return true;
 }
 
-std::shared_ptr<ProcessGroup> connectProcessGroup(Store& store, const Membership& membership,
-                                                  const JobConfig& job, const std::string& address,
-                                                  bool launcher_says_one_host) {
+namespace {
+
+// Shared memory or Gloo, as [strategy] collective says.
+std::shared_ptr<ProcessGroup> connectHostGroup(Store& store, const Membership& membership,
+                                               const JobConfig& job, const std::string& address,
+                                               bool launcher_says_one_host) {
   const std::string& choice = job.strategy.collective;
   const auto timeout = secondsToMillis(job.cluster.collective_timeout_s);
   const bool one_host = launcher_says_one_host || allRanksOnOneHost(membership);
@@ -35,6 +40,42 @@ std::shared_ptr<ProcessGroup> connectProcessGroup(Store& store, const Membership
   g.timeout = timeout;
   g.prefix = "gloo";
   return std::make_shared<GlooProcessGroup>(store, membership.rank, membership.world_size, g);
+}
+
+// The first rank whose host has fewer GPUs than workers, or -1: every rank
+// must pick the same backend, so each says whether it has a GPU of its own.
+int firstRankSharingAGpu(Store& store, const Membership& membership, bool own_gpu,
+                         std::chrono::milliseconds timeout) {
+  store.set("backend/own_gpu/" + std::to_string(membership.rank), Bytes{static_cast<uint8_t>(own_gpu)});
+  for (int r = 0; r < membership.world_size; ++r) {
+    Bytes b = store.get("backend/own_gpu/" + std::to_string(r), timeout);
+    if (b.empty() || b[0] == 0) return r;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> connectProcessGroup(Store& store, const Membership& membership,
+                                                  const JobConfig& job, const std::string& address,
+                                                  bool launcher_says_one_host, Device device,
+                                                  int local_workers) {
+  if (device.isCpu()) return connectHostGroup(store, membership, job, address, launcher_says_one_host);
+  const std::string& backend = job.strategy.backend;
+  const auto timeout = secondsToMillis(job.cluster.collective_timeout_s);
+  if (backend != "gloo") {
+    const int gpus = visibleCudaDevices();
+    const int sharing = firstRankSharingAGpu(store, membership, gpus >= local_workers, timeout);
+    if (sharing < 0) return makeNcclGroup(store, membership.rank, membership.world_size, device, timeout);
+    if (backend == "nccl") {
+      const PeerInfo& p = membership.peers.at(static_cast<size_t>(sharing));
+      throw ConfigError("[strategy] backend = \"nccl\" needs a GPU of its own for every rank, but rank " +
+                        std::to_string(sharing) + " (host " + p.host +
+                        ") shares one with another worker; give each host as many GPUs as workers, or use "
+                        "backend = \"gloo\" (or \"auto\"), which stages through host memory");
+    }
+  }
+  return stageThroughHost(connectHostGroup(store, membership, job, address, launcher_says_one_host), device);
 }
 
 }  // namespace dtrain

@@ -4,6 +4,10 @@
 // host and Gloo's size-based choice across hosts; "shared_memory" insists on
 // it (and fails naming the hosts when the ranks span several); a Gloo
 // algorithm ("ring", "halving_doubling", "bcube") always means Gloo.
+//
+// Ranks on GPUs: [strategy] backend picks NCCL or that host group staged
+// through host memory; "auto" takes NCCL only when every rank has a GPU of its
+// own (the ranks agree through the store, so all pick the same).
 #pragma once
 #include <memory>
 #include <string>
@@ -12,6 +16,7 @@
 #include "core/comm/rendezvous_types.h"
 #include "core/comm/store.h"
 #include "core/config/job_config.h"
+#include "core/tensor/tensor.h"
 
 namespace dtrain {
 
@@ -22,8 +27,10 @@ bool allRanksOnOneHost(const Membership& membership);
 // `address` is where this rank's Gloo device listens, if Gloo is chosen.
 // `launcher_says_one_host`: a launcher reported every rank on this host
 // (its ranks each count as a node of their own in the membership).
+// `device`: where this rank computes; `local_workers`: the workers on its host.
 std::shared_ptr<ProcessGroup> connectProcessGroup(Store& store, const Membership& membership,
                                                   const JobConfig& job, const std::string& address,
-                                                  bool launcher_says_one_host = false);
+                                                  bool launcher_says_one_host = false,
+                                                  Device device = Device::cpu(), int local_workers = 1);
 
 }  // namespace dtrain

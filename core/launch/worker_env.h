@@ -26,6 +26,10 @@ struct WorkerAssignment {
   // passed in the environment either: a host's workers learn it from the
   // rendezvous (every rank on one node).
   bool all_ranks_on_this_host = false;
+  // This process's index among its host's processes, when a launcher says
+  // (LOCAL_RANK); -1 = the slot. A worker computes on the GPU of that index.
+  int local_rank = -1;
+  int localIndex() const { return local_rank >= 0 ? local_rank : slot; }
 };
 
 // The variables a host's dtrain sets for a worker it starts: the assignment,

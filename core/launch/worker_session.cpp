@@ -7,6 +7,7 @@
 #include "core/comm/rendezvous_client.h"
 #include "core/errors.h"
 #include "core/launch/process_group_choice.h"
+#include "core/train/device_choice.h"
 #include "core/util/seconds.h"
 #include "strategies/mirrored.h"
 
@@ -48,7 +49,8 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
   Membership m = client_->join();
   rank_ = m.rank;
   world_ = m.world_size;
-  group_ = connectProcessGroup(*client_, m, job, a.address, a.all_ranks_on_this_host);
+  group_ = connectProcessGroup(*client_, m, job, a.address, a.all_ranks_on_this_host,
+                               resolveDevice(job.job.device, a.localIndex()), a.local_workers);
   strategy_ = std::make_shared<MirroredStrategy>(job.strategy.type, group_);
 }
 

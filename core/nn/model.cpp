@@ -182,11 +182,11 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity) {
       grad_storage_.push_back(grad_storage_[alias_of_[i]].reshape(s));
       continue;
     }
-    act_storage_.push_back(Tensor::empty(s));
-    grad_storage_.push_back(Tensor::empty(s));
+    act_storage_.push_back(Tensor::empty(s, grads.device()));
+    grad_storage_.push_back(Tensor::empty(s, grads.device()));
     if (consumers_[i] > 1) scratch = std::max(scratch, s.numel());
   }
-  scratch_storage_ = Tensor::empty(Shape{scratch});
+  scratch_storage_ = Tensor::empty(Shape{scratch}, grads.device());
   act_ = act_storage_;
   grad_ = grad_storage_;
 }
@@ -248,11 +248,7 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
     // to_add may hold at most one entry per call with the single scratch buffer.
     if (to_add.size() > 1) throw Error("layer '" + node.layer->name() + "' reads several shared inputs");
     node.layer->backward(inputsOf(node, input), act_[i], grad_[i], din, c);
-    for (auto& [in, g] : to_add) {
-      float* dst = grad_[in].data();
-      const float* src = g.data();
-      for (int64_t k = 0, m = g.numel(); k < m; ++k) dst[k] += src[k];
-    }
+    for (auto& [in, g] : to_add) grad_[in].add(g);
     if (ctx.backward_listener) ctx.backward_listener->layerDone(i);
   }
 }

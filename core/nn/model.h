@@ -35,7 +35,8 @@ class Model {
   // Adds every layer's parameters to `store` (for the replica that owns the store).
   void registerParams(ParamStore& store) const;
   // Points the layers at the store's parameters and at `grads` (same layout),
-  // and sizes activations for up to `capacity` samples.
+  // and sizes activations for up to `capacity` samples, on the device of
+  // `grads` (the layers must be that device's: see core/backend/device_layers.h).
   void bind(const ParamStore& store, Tensor grads, int64_t capacity);
 
   // Forward of `n` samples (n <= capacity); returns the output activations [n, ...].

@@ -19,7 +19,7 @@ void ParamStore::add(const std::string& layer, const ParamSpec& spec) {
   entries_.push_back(std::move(e));
 }
 
-void ParamStore::allocate() { params_ = Tensor::zeros(Shape{size_}); }
+void ParamStore::allocate(Device device) { params_ = Tensor::zeros(Shape{size_}, device); }
 
 const ParamEntry* ParamStore::find(const std::string& name) const {
   for (const auto& e : entries_)
@@ -35,13 +35,14 @@ int64_t ParamStore::count() const {
 
 Tensor ParamStore::view(const Tensor& flat, size_t i) const {
   const ParamEntry& e = entries_.at(i);
-  return Tensor::view(const_cast<float*>(flat.data()) + e.offset, e.shape);
+  return Tensor::view(const_cast<float*>(flat.data()) + e.offset, e.shape, flat.device());
 }
 
 void ParamStore::initialize(uint64_t seed) {
+  Tensor host = params_.device().isCpu() ? params_ : Tensor::zeros(Shape{size_});
   for (size_t i = 0; i < entries_.size(); ++i) {
     const ParamEntry& e = entries_[i];
-    float* p = params_.data() + e.offset;
+    float* p = host.data() + e.offset;
     int64_t n = e.shape.numel();
     Rng rng(splitmix64(seed ^ hashString(e.name)));
     switch (e.spec.init) {
@@ -60,6 +61,7 @@ void ParamStore::initialize(uint64_t seed) {
       }
     }
   }
+  if (!params_.device().isCpu()) params_.copyFrom(host);
 }
 
 }  // namespace dtrain

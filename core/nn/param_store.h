@@ -3,6 +3,9 @@
 // views of these buffers. Each tensor starts on a 16-float boundary so vector
 // loops over one tensor stay aligned.
 //
+// The buffers may live on a GPU; initialize() computes the values on the host
+// and copies them there, so they are the same on every device.
+//
 // Ownership: the store owns the parameter buffer. Gradient buffers are separate
 // (one per model replica) and laid out by the same table: gradBuffer() makes one.
 #pragma once
@@ -26,8 +29,8 @@ class ParamStore {
  public:
   // Registers a tensor; only before allocate().
   void add(const std::string& layer, const ParamSpec& spec);
-  // Allocates the parameter buffer (zeros).
-  void allocate();
+  // Allocates the parameter buffer (zeros) on `device`.
+  void allocate(Device device = Device::cpu());
   // Fills every tensor by its init kind from a seeded generator. Each tensor's
   // values depend only on the seed and its name, not on the order of layers.
   void initialize(uint64_t seed);
@@ -41,8 +44,9 @@ class ParamStore {
 
   Tensor& params() { return params_; }
   const Tensor& params() const { return params_; }
-  // A zeroed gradient buffer with this store's layout.
-  Tensor gradBuffer() const { return Tensor::zeros(Shape{size_}); }
+  // A zeroed gradient buffer with this store's layout, on the parameters' device.
+  Tensor gradBuffer() const { return Tensor::zeros(Shape{size_}, params_.device()); }
+  Device device() const { return params_.device(); }
   // Views of entry i inside a flat buffer of this layout.
   Tensor view(const Tensor& flat, size_t i) const;
 

@@ -18,7 +18,8 @@ class Adam : public Optimizer {
   Adam(const OptimizerSection& cfg, bool decoupled_weight_decay);
 
   std::string name() const override { return decoupled_ ? "adamw" : "adam"; }
-  void init(int64_t n) override;
+  using Optimizer::init;
+  void init(int64_t n, Device device) override;
   // info.step must be >= 1 (it drives the bias corrections).
   void update(float* params, const float* grads, int64_t begin, int64_t end, const StepInfo& info) override;
   std::vector<std::pair<std::string, Tensor*>> stateBuffers() override;
@@ -27,6 +28,7 @@ class Adam : public Optimizer {
   double beta1_, beta2_, eps_, weight_decay_;
   bool decoupled_;
   int64_t n_ = 0;
+  Device device_;
   Tensor m_;  // first moment, n floats
   Tensor v_;  // second moment, n floats
 };

@@ -5,6 +5,10 @@
 // (momentum, Adam moments) use that layout too, so element i of every buffer
 // belongs to the same scalar parameter.
 //
+// On a GPU (init with a CUDA device) the state lives in device memory, the
+// pointers given to update() are device pointers, and an update is one fused
+// kernel queued on the device's compute stream.
+//
 // Ownership: an Optimizer owns its state buffers; it never owns the parameter
 // or gradient buffers it is handed.
 // Threading: init() and stateBuffers() must not run concurrently with anything
@@ -34,8 +38,9 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // The job file's type name: "sgd", "adam", "adamw".
   virtual std::string name() const = 0;
-  // Allocates state for `n` parameters (zeros). Calling it again resets the state.
-  virtual void init(int64_t n) = 0;
+  // Allocates state for `n` parameters (zeros) on `device`. Calling it again resets the state.
+  virtual void init(int64_t n, Device device) = 0;
+  void init(int64_t n) { init(n, Device::cpu()); }
   // Updates params[begin,end) from grads[begin,end). Thread-safe for disjoint ranges.
   // Throws Error when the range lies outside [0, n) of init().
   virtual void update(float* params, const float* grads, int64_t begin, int64_t end,

@@ -1,27 +1,25 @@
 #include "core/optim/sgd.h"
 
+#include "core/backend/device_ops.h"
 #include "core/errors.h"
+#include "core/optim/update_rules.h"
 
 namespace dtrain {
 
 namespace {
 
 // The loops below are branch-free per element so the compiler vectorises them;
-// the variant is chosen once per range instead.
+// the variant is chosen once per range instead. The element rules live in
+// update_rules.h, shared with the CUDA kernels.
 
-void sgdPlain(float* p, const float* g, int64_t begin, int64_t end, float lr, float wd) {
-  for (int64_t i = begin; i < end; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+void sgdPlain(float* p, const float* g, int64_t begin, int64_t end, const update_rules::SgdScalars& s) {
+  for (int64_t i = begin; i < end; ++i) p[i] = update_rules::sgdPlain(p[i], g[i], s);
 }
 
 template <bool kNesterov>
-void sgdMomentum(float* p, const float* g, float* buf, int64_t begin, int64_t end, float lr, float wd,
-                 float mom) {
-  for (int64_t i = begin; i < end; ++i) {
-    const float d = g[i] + wd * p[i];
-    const float b = mom * buf[i] + d;
-    buf[i] = b;
-    p[i] -= lr * (kNesterov ? d + mom * b : b);
-  }
+void sgdMomentum(float* p, const float* g, float* buf, int64_t begin, int64_t end,
+                 const update_rules::SgdScalars& s) {
+  for (int64_t i = begin; i < end; ++i) update_rules::sgdMomentum<kNesterov>(p[i], g[i], buf[i], s);
 }
 
 }  // namespace
@@ -32,22 +30,27 @@ Sgd::Sgd(const OptimizerSection& cfg)
     throw ConfigError("optimizer.nesterov = true needs optimizer.momentum > 0");
 }
 
-void Sgd::init(int64_t n) {
+void Sgd::init(int64_t n, Device device) {
   n_ = n;
-  momentum_buf_ = momentum_ != 0.0 ? Tensor::zeros(Shape{n}) : Tensor();
+  device_ = device;
+  momentum_buf_ = momentum_ != 0.0 ? Tensor::zeros(Shape{n}, device) : Tensor();
 }
 
 void Sgd::update(float* params, const float* grads, int64_t begin, int64_t end, const StepInfo& info) {
   checkUpdateRange(name(), begin, end, n_);
-  const auto lr = static_cast<float>(info.lr);
-  const auto wd = static_cast<float>(weight_decay_);
-  const auto mom = static_cast<float>(momentum_);
+  if (!device_.isCpu()) {
+    device_ops::sgdUpdate(device_, params + begin, grads + begin,
+                          momentum_ != 0.0 ? momentum_buf_.data() + begin : nullptr, end - begin, info.lr,
+                          momentum_, nesterov_, weight_decay_);
+    return;
+  }
+  const update_rules::SgdScalars s = update_rules::sgdScalars(info.lr, momentum_, weight_decay_);
   if (momentum_ == 0.0)
-    sgdPlain(params, grads, begin, end, lr, wd);
+    sgdPlain(params, grads, begin, end, s);
   else if (nesterov_)
-    sgdMomentum<true>(params, grads, momentum_buf_.data(), begin, end, lr, wd, mom);
+    sgdMomentum<true>(params, grads, momentum_buf_.data(), begin, end, s);
   else
-    sgdMomentum<false>(params, grads, momentum_buf_.data(), begin, end, lr, wd, mom);
+    sgdMomentum<false>(params, grads, momentum_buf_.data(), begin, end, s);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::stateBuffers() {

@@ -20,7 +20,8 @@ class Sgd : public Optimizer {
   explicit Sgd(const OptimizerSection& cfg);
 
   std::string name() const override { return "sgd"; }
-  void init(int64_t n) override;
+  using Optimizer::init;
+  void init(int64_t n, Device device) override;
   void update(float* params, const float* grads, int64_t begin, int64_t end, const StepInfo& info) override;
   std::vector<std::pair<std::string, Tensor*>> stateBuffers() override;
 
@@ -29,6 +30,7 @@ class Sgd : public Optimizer {
   bool nesterov_;
   double weight_decay_;
   int64_t n_ = 0;
+  Device device_;
   Tensor momentum_buf_;  // n floats when momentum_ != 0, else undefined
 };
 

@@ -2,6 +2,10 @@
 // Ownership: storage is reference counted; copies of a Tensor alias the same
 // memory. view() wraps memory owned elsewhere (e.g. the flat parameter buffer)
 // without owning it. Not thread-safe for concurrent writes to one tensor.
+//
+// Device tensors (Device::Kind::Cuda) hold device memory: data() is a device
+// pointer, for kernels only. fill, copyFrom and to() work on any device (see
+// core/backend/device_memory.h for their ordering).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,6 +22,7 @@ struct Device {
   Kind kind = Kind::Cpu;
   int index = 0;
   static Device cpu() { return Device{}; }
+  static Device cuda(int index) { return Device{Kind::Cuda, index}; }
   bool isCpu() const { return kind == Kind::Cpu; }
   std::string str() const { return isCpu() ? "cpu" : "cuda:" + std::to_string(index); }
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
@@ -32,6 +37,9 @@ class Tensor {
   static Tensor zeros(const Shape& shape, Device device = Device::cpu());
   // A non-owning view of `count` floats at `data`; the caller keeps them alive.
   static Tensor view(float* data, const Shape& shape, Device device = Device::cpu());
+  // Host memory the GPU copies from asynchronously (page-locked when a GPU is
+  // there; ordinary memory otherwise).
+  static Tensor pinned(const Shape& shape);
 
   bool defined() const { return data_ != nullptr || shape_.numel() == 0; }
   const Shape& shape() const { return shape_; }
@@ -50,7 +58,12 @@ class Tensor {
 
   void fill(float v);
   void zero() { fill(0.0f); }
+  // Element counts must match; the devices may differ.
   void copyFrom(const Tensor& src);
+  // this += src, element-wise, on this tensor's device (src on the same one).
+  void add(const Tensor& src);
+  // A copy on `device` (this tensor itself when it is there already).
+  Tensor to(Device device) const;
 
  private:
   std::shared_ptr<void> storage_;  // null for views

@@ -11,7 +11,8 @@ EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t ba
                            Strategy& strategy) {
   auto start = std::chrono::steady_clock::now();
   Sampler sampler(data.size(), 0, /*shuffle=*/false);
-  BatchLoader loader(data, sampler, batch_size, prefetch, Shard{strategy.rank(), strategy.worldSize()});
+  BatchLoader loader(data, sampler, batch_size, prefetch, Shard{strategy.rank(), strategy.worldSize()},
+                     /*pinned=*/!replicas.device().isCpu());
   loader.start(0, 0);
   Batch batch;
   BatchFigures total;

@@ -7,12 +7,16 @@ namespace dtrain {
 std::string saveCheckpoint(const JobConfig& job, const TrainState& state, const ParamStore& store,
                            Optimizer& optimizer) {
   CheckpointContents c;
-  const Tensor& params = store.params();
+  // Buffers on a GPU are written from host copies (kept alive until written).
+  const Tensor params = store.params().to(Device::cpu());
   for (const ParamEntry& e : store.entries())
     c.weights.push_back({e.name, e.shape, params.data() + e.offset});
-  for (auto& [buffer, tensor] : optimizer.stateBuffers())
+  std::vector<Tensor> host_state;
+  for (auto& [buffer, tensor] : optimizer.stateBuffers()) {
+    host_state.push_back(tensor->to(Device::cpu()));
     for (const ParamEntry& e : store.entries())
-      c.optimizer.push_back({buffer + "." + e.name, e.shape, tensor->data() + e.offset});
+      c.optimizer.push_back({buffer + "." + e.name, e.shape, host_state.back().data() + e.offset});
+  }
   c.metadata["format"] = "dtrain";
   c.metadata["job"] = job.job.name;
   c.metadata["step"] = std::to_string(state.step);
@@ -41,13 +45,19 @@ void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, Optimize
   if (ckpt.weights.tensors.size() != store.entries().size())
     throw CheckpointError(weights_file + " holds " + std::to_string(ckpt.weights.tensors.size()) +
                           " tensors, the model has " + std::to_string(store.entries().size()));
-  for (const ParamEntry& e : store.entries())
-    copyTensor(ckpt.weights, weights_file, e.name, e.shape, store.params().data() + e.offset);
+  // Read into host memory, then copy to the buffer's device if it is a GPU.
+  auto restore = [&](Tensor& target, const SafetensorsFile& file, const std::string& file_name,
+                     const std::string& prefix) {
+    Tensor host = target.device().isCpu() ? target : Tensor::zeros(target.shape());
+    for (const ParamEntry& e : store.entries())
+      copyTensor(file, file_name, prefix + e.name, e.shape, host.data() + e.offset);
+    if (!target.device().isCpu()) target.copyFrom(host);
+  };
+  restore(store.params(), ckpt.weights, weights_file, "");
   if (!optimizer) return;
   const std::string opt_file = ckpt.dir + "/optimizer.safetensors";
   for (auto& [buffer, tensor] : optimizer->stateBuffers())
-    for (const ParamEntry& e : store.entries())
-      copyTensor(ckpt.optimizer, opt_file, buffer + "." + e.name, e.shape, tensor->data() + e.offset);
+    restore(*tensor, ckpt.optimizer, opt_file, buffer + ".");
 }
 
 }  // namespace dtrain

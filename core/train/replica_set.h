@@ -5,12 +5,19 @@
 // thread count. Every op then runs single-threaded (BLAS included), which keeps
 // both cores busy through the memory-bound ops too, not only matrix products.
 //
+// On a GPU there is one replica (one process drives one device): its layers
+// are the device's (core/backend/device_layers.h), parameters, gradients and
+// activations live in device memory, each batch is copied there from the
+// loader's pinned buffers, and the loss is read back once per step
+// (takeDeviceFigures) after the host has queued backward and the update.
+//
 // Ownership: owns the worker pool, the replicas and the parameter store.
 // Not thread-safe: one caller (the trainer loop).
 #pragma once
 #include <memory>
 #include <vector>
 
+#include "core/backend/device_loss.h"
 #include "core/config/job_config.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
@@ -36,9 +43,12 @@ struct BatchFigures {
 class ReplicaSet {
  public:
   // `max_batch` is the largest training batch; evaluation batches are processed
-  // in pieces of that size.
+  // in pieces of that size. On a GPU `device`, `registry` is replaced by the
+  // device's layers and `threads` must be 1.
   ReplicaSet(const ModelSection& model, const Shape& input_shape, int64_t classes,
-             const LayerRegistry& registry, int threads, int64_t max_batch);
+             const LayerRegistry& registry, int threads, int64_t max_batch, Device device = Device::cpu());
+
+  Device device() const { return device_; }
 
   int threads() const { return pool_.size(); }
   WorkerPool& pool() { return pool_; }
@@ -50,8 +60,12 @@ class ReplicaSet {
   // The buffers must be zero before (they start so; see sumGradients).
   // `listener` (optional) hears every replica finish each layer's backward,
   // also replicas whose slice of the batch is empty.
+  // On a GPU the work is queued and the figures returned are zero: read them
+  // with takeDeviceFigures() once the update is queued too.
   BatchFigures trainStep(const Batch& batch, uint64_t step_seed, float grad_scale,
                          BackwardListener* listener = nullptr);
+  // GPU only: waits for the device and returns the last trainStep's figures.
+  BatchFigures takeDeviceFigures();
   // For grads()[begin, end): adds the other replicas' gradients into replica 0's,
   // in replica order (so the result does not depend on timing), and zeroes
   // theirs for the next step. Ranges may be processed by different threads.
@@ -71,12 +85,18 @@ class ReplicaSet {
   };
   BatchFigures runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
                          BackwardListener* listener);
+  // The GPU's version: queues every piece; evaluation reads the figures at once.
+  BatchFigures runOnDevice(const Batch& batch, bool training, uint64_t seed, float grad_scale,
+                           BackwardListener* listener);
 
   WorkerPool pool_;
   ParamStore store_;
   std::vector<Replica> replicas_;
   int64_t capacity_;  // samples per replica per pass
   int64_t classes_;
+  Device device_;
+  Tensor device_input_;               // GPU: the batch's images, copied from the loader
+  std::unique_ptr<DeviceLoss> loss_;  // GPU: the loss kernel and its sums
 };
 
 }  // namespace dtrain

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "core/backend/device_query.h"
+#include "core/backend/device_ops.h"
 #include "core/errors.h"
 #include "core/io/crc32.h"
 #include "core/nn/layer_registry.h"
@@ -14,6 +14,7 @@
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/train/checkpoint.h"
+#include "core/train/device_choice.h"
 #include "core/train/evaluate.h"
 #include "core/train/metrics_log.h"
 #include "core/train/model_checkpoint.h"
@@ -36,24 +37,10 @@ int resolveThreads(int configured) {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-void checkDevice(const std::string& device) {
-  if (device != "cuda") return;  // "auto" trains on the CPU until CUDA training exists
-  if (!cudaBackendBuilt())
-    throw ConfigError(
-        "[job] device = \"cuda\": this dtrain was built without the CUDA backend (the CUDA toolkit, "
-        "cuBLAS, cuDNN or NCCL was missing when it was configured); rebuild with them, or use device = "
-        "\"cpu\"");
-  if (visibleCudaDevices() == 0)
-    throw ConfigError(
-        "[job] device = \"cuda\": no CUDA device is visible to this process; use device = \"cpu\"");
-  throw ConfigError(
-      "[job] device = \"cuda\": training on CUDA devices is not implemented in this build yet; "
-      "use device = \"cpu\"");
-}
-
 struct Trainer::Impl {
   JobConfig job;
   TrainerOptions opt;
+  Device device;
   std::shared_ptr<Strategy> strategy;
   std::unique_ptr<Dataset> train_data, test_data;
   std::unique_ptr<ReplicaSet> replicas;
@@ -85,15 +72,18 @@ struct Trainer::Impl {
   }
 
   void setUp(const LoadedCheckpoint* resume) {
-    checkDevice(job.job.device);
+    device = resolveDevice(job.job.device, opt.local_index);
+    if (!device.isCpu()) device_ops::setTf32(device, job.job.precision == "tf32");
     job.job.threads = resolveThreads(job.job.threads);
     strategy = opt.strategy ? opt.strategy : std::shared_ptr<Strategy>(makeStrategy(job.strategy));
     train_data = openDataset(job.data, Split::Train, job.job.seed);
     test_data = openDataset(job.data, Split::Test, job.job.seed);
+    // A GPU runs one replica; the CPU one per compute thread.
     replicas = std::make_unique<ReplicaSet>(job.model, train_data->sampleShape(), train_data->classes(),
-                                            builtinLayers(), job.job.threads, job.train.batch_size);
+                                            builtinLayers(), device.isCpu() ? job.job.threads : 1,
+                                            job.train.batch_size, device);
     optimizer = makeOptimizer(job.optimizer);
-    optimizer->init(replicas->store().size());
+    optimizer->init(replicas->store().size(), device);
     if (resume) {
       restoreCheckpoint(*resume, replicas->store(), *optimizer);
     } else {
@@ -104,7 +94,8 @@ struct Trainer::Impl {
 
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
     loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, job.data.prefetch,
-                                           Shard{strategy->rank(), strategy->worldSize()});
+                                           Shard{strategy->rank(), strategy->worldSize()},
+                                           /*pinned=*/!device.isCpu());
     steps_per_epoch = loader->batchesPerEpoch();
     if (job.train.steps > 0) {
       total_steps = job.train.steps;
@@ -207,8 +198,9 @@ struct Trainer::Impl {
     say(buf);
   }
 
-  // One optimizer update from the batch; returns its figures.
-  BatchFigures step(const Batch& batch, double lr) {
+  // Forward and backward; with several ranks also the gradients' all-reduce,
+  // overlapped with backward.
+  BatchFigures computeGradients(const Batch& batch) {
     uint64_t step_seed = splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
     const float grad_scale = 1.0f / static_cast<float>(batch.global_size);
     BatchFigures f;
@@ -224,6 +216,30 @@ struct Trainer::Impl {
     } else {
       f = replicas->trainStep(batch, step_seed, grad_scale);
     }
+    return f;
+  }
+
+  // A GPU step: everything is queued on the device's stream; the figures are
+  // read (the one wait of the step) once the update is queued too.
+  BatchFigures stepOnDevice(const Batch& batch, double lr) {
+    computeGradients(batch);
+    ParamStore& store = replicas->store();
+    float* grads = replicas->grads().data();
+    if (!reducer) strategy->reduceGradients(grads, store.size());  // the identity for one process
+    if (job.train.grad_clip_norm > 0) {
+      const float clip =
+          clipScale(device_ops::sumOfSquares(device, grads, store.size()), job.train.grad_clip_norm);
+      if (clip != 1.0f) device_ops::scale(device, grads, store.size(), clip);
+    }
+    optimizer->update(store.params().data(), grads, 0, store.size(), StepInfo{lr, state.step + 1});
+    replicas->grads().zero();
+    return replicas->takeDeviceFigures();
+  }
+
+  // One optimizer update from the batch; returns its figures.
+  BatchFigures step(const Batch& batch, double lr) {
+    if (!device.isCpu()) return stepOnDevice(batch, lr);
+    BatchFigures f = computeGradients(batch);
     ParamStore& store = replicas->store();
     float* params = store.params().data();
     float* grads = replicas->grads().data();
@@ -280,7 +296,9 @@ struct Trainer::Impl {
     if (state.step == 0)
       say("training " + job.job.name + ": " + std::to_string(replicas->store().count()) + " parameters, " +
           std::to_string(train_data->size()) + " training samples, " + std::to_string(steps_per_epoch) +
-          " steps/epoch, " + std::to_string(job.job.threads) + " threads" + rankSummary());
+          " steps/epoch, " +
+          (device.isCpu() ? std::to_string(job.job.threads) + " threads" : "on " + describeDevice(device)) +
+          rankSummary());
     else
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");

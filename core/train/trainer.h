@@ -37,6 +37,9 @@ struct TrainerOptions {
   // strategy made by makeStrategy (one process). Only the chief (rank 0)
   // prints, writes metrics and checkpoints.
   std::shared_ptr<Strategy> strategy;
+  // This process's index among its host's processes: a GPU run computes on
+  // the GPU of that index.
+  int local_index = 0;
 };
 
 class Trainer {
@@ -58,7 +61,5 @@ class Trainer {
 
 // The number of compute threads a job uses (threads = 0: one per core).
 int resolveThreads(int configured);
-// Rejects a device this build cannot drive, naming what to do.
-void checkDevice(const std::string& device);
 
 }  // namespace dtrain

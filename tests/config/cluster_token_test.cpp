@@ -44,6 +44,7 @@ TEST_CASE("the resolved job writes [strategy] and [cluster] with the token hidde
       "workers = 3\n"
       "collective = \"ring\"\n"
       "bucket_mb = 25.0\n"
+      "backend = \"auto\"\n"
       "\n"
       "[cluster]\n"
       "coordinator = \"10.0.0.1:29500\"\n"

@@ -143,6 +143,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "seed = 42\n"
       "threads = 0\n"
       "device = \"cpu\"\n"
+      "precision = \"fp32\"\n"
       "\n"
       "[model]\n"
       "preset = \"mlp\"\n"
@@ -196,7 +197,8 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "type = \"one_device\"\n"
       "workers = 2\n"
       "collective = \"auto\"\n"
-      "bucket_mb = 4.0\n";
+      "bucket_mb = 4.0\n"
+      "backend = \"auto\"\n";
   CHECK(jobToToml(job) == expected);
 }
 

@@ -72,7 +72,8 @@ TEST_CASE("resume --set applies the execution keys and the run's length") {
 TEST_CASE("resume --set of a key the checkpoint was trained with is refused in one line") {
   const std::string tail =
       " cannot change on resume: the checkpoint was trained with it; start a new run with `dtrain train` to "
-      "change it (resume may change [strategy], [cluster], job.threads, job.device, train.steps, "
+      "change it (resume may change [strategy], [cluster], job.threads, job.device, job.precision, "
+      "train.steps, "
       "train.epochs "
       "and the eval, checkpoint and log cadence)";
   JobConfig job = saved();
@@ -179,7 +180,8 @@ TEST_CASE("resume --job refuses a file that differs elsewhere, naming the first 
       "[train]\nepochs = 2\nbatch_size = 48\n"
       "[optimizer]\ntype = \"adamw\"\nlr = 0.01\n";
   const std::string tail =
-      "; resume takes only [strategy], [cluster], job.threads, job.device, train.steps, train.epochs and the "
+      "; resume takes only [strategy], [cluster], job.threads, job.device, job.precision, train.steps, "
+      "train.epochs and the "
       "eval, checkpoint and log cadence from --job FILE: make the rest match, or start a new run with "
       "`dtrain "
       "train`";

@@ -56,6 +56,7 @@ class Conv2d : public Layer {
 
   // The algorithm setup() chose (Im2col or Winograd).
   ConvAlgo algorithm() const { return algo_; }
+  const Conv2dConfig& config() const { return config_; }
 
  private:
   void forwardIm2col(const float* x, int64_t n, float* y);
@@ -64,6 +65,7 @@ class Conv2d : public Layer {
   void backwardWinograd(const float* x, const float* y, const float* dy, int64_t n, float* dx);
   int64_t winogradChunk() const;
 
+ protected:  // the CUDA layer (core/backend/cuda/cuda_conv2d.h) computes with these
   Conv2dConfig config_;
   ops::Window2d geom_;
   ConvAlgo algo_ = ConvAlgo::Im2col;
@@ -71,6 +73,8 @@ class Conv2d : public Layer {
   bool unpacked_ = false;   // products by ops::gemmUnpacked rather than gemm
   bool relu_ = false;       // a following relu fused into this layer
   Tensor weight_, bias_, dweight_, dbias_;
+
+ private:
   // im2col: col (and dcol), masked dout. winograd: transformed filters u,
   // their gradient du, transformed inputs v (reused for dv), products m (reused for z).
   Scratch col_, masked_, u_, du_, v_, m_;

@@ -34,12 +34,15 @@ class Dense : public Layer {
   int64_t forwardFlops() const override;
   std::string describe() const override;
   bool fuseActivation(const std::string& type) override;
+  const DenseConfig& config() const { return config_; }
 
- private:
+ protected:  // the CUDA layer (core/backend/cuda/cuda_dense.h) computes with these
   DenseConfig config_;
   int64_t in_ = 0;
   bool relu_ = false;  // a following relu fused into this layer
   Tensor weight_, bias_, dweight_, dbias_;
+
+ private:
   Scratch masked_;  // dout masked by the fused relu
 };
 

@@ -25,8 +25,9 @@ class Dropout : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   int64_t forwardFlops() const override { return elements_; }
   std::string describe() const override;
+  float rate() const { return rate_; }
 
- private:
+ protected:  // the CUDA layer (core/backend/cuda/cuda_dropout.h) computes with these
   float rate_;
   int64_t elements_ = 0;
 };

@@ -25,10 +25,13 @@ class MaxPool : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   int64_t forwardFlops() const override;
   std::string describe() const override { return describePool(config_); }
+  const PoolConfig& config() const { return config_; }
 
- private:
+ protected:  // the CUDA layer (core/backend/cuda/cuda_pool.h) computes with these
   PoolConfig config_;
   ops::Window2d geom_;
+
+ private:
   IndexScratch argmax_;
 };
 

@@ -1,0 +1,20 @@
+// dropout on a GPU: the CPU layer (core/nn/layers/dropout.h) with the same
+// counter-based mask, so a sample is dropped identically on either device.
+#pragma once
+#include "core/backend/cuda/cuda_context.h"
+#include "core/nn/layers/dropout.h"
+
+namespace dtrain {
+
+class CudaDropout : public Dropout {
+ public:
+  CudaDropout(const Dropout& cpu, CudaContext& ctx) : Dropout(cpu.name(), cpu.rate()), ctx_(ctx) {}
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+
+ private:
+  CudaContext& ctx_;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,22 @@
+// Dropout on the GPU with exactly the CPU's mask and scale (ops.h
+// dropoutForward / dropoutBackward; the mask is core/backend/dropout_mask.h,
+// one definition for both), so a sample keeps the same elements on every
+// device, thread and rank. Queued on `stream`, never synchronising; device
+// pointers; rows = samples of `cols` elements; rate in [0, 1).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/backend/ops.h"
+
+namespace dtrain::cuda {
+
+// y = keep ? x / (1 - rate) : 0. y must not overlap x.
+void dropoutForward(const float* x, float* y, int64_t rows, int64_t cols, float rate,
+                    const ops::DropoutKey& key, cudaStream_t stream);
+// dx = keep ? dy / (1 - rate) : 0 with the forward's mask.
+void dropoutBackward(const float* dy, float* dx, int64_t rows, int64_t cols, float rate,
+                     const ops::DropoutKey& key, cudaStream_t stream);
+
+}  // namespace dtrain::cuda

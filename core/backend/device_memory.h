@@ -1,0 +1,35 @@
+// Memory on a compute device for Tensor: allocation, copies between host and
+// device, fills and sums. Asked the same way with or without the CUDA backend
+// compiled in; without it, anything but the CPU throws DeviceError naming the
+// device and what to do.
+//
+// Ordering: device work runs on the device's compute stream (see
+// core/backend/cuda/cuda_context.h), in the order it is asked for. A copy into
+// host memory returns once the data are there; one from host memory returns
+// once the host buffer may be reused, except from pinned memory (pinnedHost),
+// whose copy is queued and must not be overwritten before the stream reaches it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/tensor/tensor.h"
+
+namespace dtrain {
+
+// `bytes` of memory on `device` (not the CPU), freed with the last owner.
+std::shared_ptr<void> allocateDeviceMemory(Device device, size_t bytes);
+// Page-locked host memory when the CUDA backend is built and a GPU is
+// visible (so copies to the GPU run asynchronously), else ordinary aligned
+// host memory. 64-byte aligned either way.
+std::shared_ptr<void> allocatePinnedHost(size_t bytes);
+// Copies `bytes` between any two of host and device memory.
+void copyDeviceMemory(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+// p[i] = value for n floats on `device`.
+void fillDeviceMemory(float* p, int64_t n, float value, Device device);
+// dst[i] += src[i] for n floats on `device`.
+void addDeviceMemory(float* dst, const float* src, int64_t n, Device device);
+// Waits until the device's queued work is done (no-op for the CPU).
+void synchronizeDevice(Device device);
+
+}  // namespace dtrain

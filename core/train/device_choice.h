@@ -1,0 +1,18 @@
+// Which device a process computes on, from [job] device: "cpu"; "cuda" (the
+// GPU of this process's index on its host, wrapping around when there are
+// fewer GPUs than processes, which only the Gloo backend allows); "auto"
+// (cuda when this build has the backend and a GPU is visible, else cpu).
+#pragma once
+#include <string>
+
+#include "core/tensor/tensor.h"
+
+namespace dtrain {
+
+// Throws ConfigError for "cuda" when the build lacks the CUDA backend or no
+// GPU is visible, saying which and what to do.
+Device resolveDevice(const std::string& configured, int local_index = 0);
+// "cuda:0 (NVIDIA H100 80GB HBM3)", "cpu".
+std::string describeDevice(Device device);
+
+}  // namespace dtrain
