@@ -18,6 +18,8 @@ import time
 import numpy as np
 import torch
 
+from peer_models import build
+
 
 def read_idx(path):
     opener = gzip.open if path.endswith(".gz") else open
@@ -35,16 +37,6 @@ def find(data_dir, stem):
         if os.path.exists(p):
             return p
     sys.exit(f"pytorch_peer: {stem}[.gz] not found in {data_dir}")
-
-
-def build(model):
-    nn = torch.nn
-    if model == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
-                             nn.Linear(256, 10))
-    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                         nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
 def main():

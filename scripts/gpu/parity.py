@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Training parity on a GPU machine: the same jobs must learn the same on every path.
+
+Items (each PASS or FAIL, with its figures):
+  cuda-vs-cpu    configs/fashion_cnn.toml for --epochs on cuda (fp32) and on the CPU
+                 (one thread per core): test accuracies within 0.005 (half a point), and the first 10
+                 training losses within 0.1% of each other (same weights, same batches,
+                 same dropout masks: only the order of float sums differs).
+  gloo-2-ranks   the same job mirrored over 2 ranks on the one GPU (backend gloo: NCCL
+                 refuses two ranks on one device) against 1 rank (one_device), the same
+                 global batch: final test accuracy within 0.005 and test loss within 1%.
+  nccl-resume    mirrored, 1 rank, backend nccl, constant lr: 200 steps, then
+                 `dtrain resume RUN_DIR --set train.steps=400`; against one run of 400
+                 steps straight through: the resume reaches step 400 with every step
+                 logged once, and its test accuracy is within 0.005 of the straight run's.
+
+Writes the items as JSON (--json). Exit status 0 when every item passed.
+
+Usage: scripts/gpu/parity.py --dtrain build-gpu/dtrain --data-dir DIR [--epochs N]
+                             [--budget S] [--work DIR] [--json FILE]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+JOB = os.path.join(ROOT, "configs", "fashion_cnn.toml")
+DONE = re.compile(r"done: step (\d+), test loss ([0-9.eE+-]+|nan|inf), test accuracy ([0-9.eE+-]+)")
+RUN_TIMEOUT_S = 180  # one run; a 1-epoch cnn takes well under a minute on a GPU machine
+DEADLINE = [float("inf")]  # time.monotonic() after which no run starts (--budget)
+
+
+class Run:
+    """One dtrain command's outcome: exit code, last lines, final step and test figures."""
+
+    def __init__(self, label, cmd, run_dir):
+        self.label, self.cmd, self.run_dir = label, cmd, run_dir
+        t0 = time.monotonic()
+        timeout = min(RUN_TIMEOUT_S, DEADLINE[0] - t0)
+        if timeout < 10:
+            self.code, out = "not run", "the time budget (--budget) is spent"
+        else:
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+                self.code, out = p.returncode, p.stdout + p.stderr
+            except subprocess.TimeoutExpired as e:
+                self.code = f"timeout after {timeout:.0f} s"
+                out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+        self.seconds = time.monotonic() - t0
+        self.tail = [l for l in out.splitlines() if l.strip()][-3:]
+        m = DONE.findall(out)
+        self.step, self.loss, self.accuracy = (int(m[-1][0]), float(m[-1][1]), float(m[-1][2])) if m else (None,) * 3
+        self.ok = self.code == 0 and m != []
+        log = os.path.join(os.path.dirname(run_dir), re.sub(r"\W+", "_", label).strip("_") + ".log")
+        with open(log, "w") as f:
+            f.write(" ".join(cmd) + "\n" + out)
+
+    def why(self):
+        code = f"exit {self.code}" if isinstance(self.code, int) else self.code
+        return f"{self.label}: {code}: " + " | ".join(self.tail)
+
+    def train_losses(self):
+        path = os.path.join(self.run_dir, "metrics.jsonl")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            rows = [json.loads(l) for l in f if l.endswith("}\n")]
+        return [(r["step"], r["loss"]) for r in rows if r["split"] == "train"]
+
+    def figures(self):
+        return {"exit": self.code, "step": self.step, "test_loss": self.loss, "test_accuracy": self.accuracy,
+                "seconds": round(self.seconds, 1)}
+
+
+def train(a, label, sets, command="train", run_dir=None):
+    run_dir = run_dir or os.path.join(a.work, label)
+    if command == "train":
+        shutil.rmtree(run_dir, ignore_errors=True)
+        cmd = [a.dtrain, "train", JOB, "--quiet", "--overwrite", "--set", f"job.run_dir={run_dir}",
+               "--set", f"data.dir={a.data_dir}"]
+    else:
+        cmd = [a.dtrain, "resume", run_dir, "--quiet"]
+    for s in sets:
+        cmd += ["--set", s]
+    print(f"  {label}: {' '.join(sets)}", flush=True)
+    return Run(label, cmd, run_dir)
+
+
+def item(name, ok, detail, **figures):
+    print(f"{name}: {'PASS' if ok else 'FAIL'}: {detail}", flush=True)
+    return {"name": name, "pass": bool(ok), "detail": detail, **figures}
+
+
+def cuda_vs_cpu(a):
+    common = [f"train.epochs={a.epochs}"]
+    gpu = train(a, "cnn_cuda", common + ["job.device=cuda", "job.precision=fp32"])
+    cpu = train(a, "cnn_cpu", common + ["job.device=cpu", "job.threads=0"])
+    figures = {"cuda": gpu.figures(), "cpu": cpu.figures()}
+    if not (gpu.ok and cpu.ok):
+        return item("cuda-vs-cpu", False, "; ".join(r.why() for r in (gpu, cpu) if not r.ok), **figures)
+    early_g, early_c = dict(gpu.train_losses()[:10]), dict(cpu.train_losses()[:10])
+    steps = sorted(set(early_g) & set(early_c))
+    early = max((abs(early_g[s] - early_c[s]) / max(abs(early_c[s]), 1e-12) for s in steps), default=float("inf"))
+    diff = abs(gpu.accuracy - cpu.accuracy)
+    ok = diff <= 0.005 and early <= 1e-3 and len(steps) == 10
+    return item("cuda-vs-cpu", ok,
+                f"{a.epochs} epoch(s): test accuracy cuda {gpu.accuracy:.4f} / cpu {cpu.accuracy:.4f} (diff "
+                f"{diff:.4f}, bar 0.005); first {len(steps)} losses differ by at most {early:.1e} (bar 1e-3)",
+                accuracy_diff=diff, early_loss_rel_diff=early, **figures)
+
+
+def gloo_two_ranks(a):
+    common = [f"train.epochs={a.epochs}", "job.device=cuda", "job.precision=fp32"]
+    two = train(a, "cnn_gloo_2ranks", common + ["strategy.type=mirrored", "strategy.workers=2",
+                                                "strategy.backend=gloo"])
+    one = train(a, "cnn_1rank", common + ["strategy.type=one_device"])
+    figures = {"two_ranks": two.figures(), "one_rank": one.figures()}
+    if not (two.ok and one.ok):
+        return item("gloo-2-ranks", False, "; ".join(r.why() for r in (two, one) if not r.ok), **figures)
+    acc_diff = abs(two.accuracy - one.accuracy)
+    loss_rel = abs(two.loss - one.loss) / max(one.loss, 1e-12)
+    ok = acc_diff <= 0.005 and loss_rel <= 0.01
+    return item("gloo-2-ranks", ok,
+                f"test accuracy 2 ranks {two.accuracy:.4f} / 1 rank {one.accuracy:.4f} (diff {acc_diff:.4f}, "
+                f"bar 0.005); test loss {two.loss:.4f} / {one.loss:.4f} ({loss_rel:.1%}, bar 1%)",
+                accuracy_diff=acc_diff, loss_rel_diff=loss_rel, **figures)
+
+
+def nccl_resume(a):
+    common = ["job.device=cuda", "job.precision=fp32", "strategy.type=mirrored", "strategy.workers=1",
+              "strategy.backend=nccl", "schedule.type=constant", "schedule.warmup_steps=0"]
+    first = train(a, "cnn_nccl_resumed", common + ["train.steps=200"])
+    resumed = train(a, "cnn_nccl_resumed (resume)", ["train.steps=400"], command="resume",
+                    run_dir=os.path.join(a.work, "cnn_nccl_resumed")) if first.ok else None
+    straight = train(a, "cnn_nccl_straight", common + ["train.steps=400"])
+    runs = [r for r in (first, resumed, straight) if r]
+    figures = {"first": first.figures(), "resumed": resumed.figures() if resumed else None,
+               "straight": straight.figures()}
+    bad = [r for r in runs if not r.ok]
+    if bad or not resumed:
+        return item("nccl-resume", False, "; ".join(r.why() for r in bad) or "the first run failed", **figures)
+    steps = [s for s, _ in resumed.train_losses()]
+    logged_once = steps == list(range(1, 401))
+    diff = abs(resumed.accuracy - straight.accuracy)
+    ok = resumed.step == 400 and logged_once and diff <= 0.005
+    same_bits = resumed.loss == straight.loss and resumed.accuracy == straight.accuracy
+    return item("nccl-resume", ok,
+                f"200 steps, resumed to step {resumed.step} (steps 1..400 logged once: {logged_once}); test "
+                f"accuracy resumed {resumed.accuracy:.4f} / straight {straight.accuracy:.4f} (diff {diff:.4f}, "
+                f"bar 0.005); test loss {resumed.loss:.4f} / {straight.loss:.4f}"
+                f"{' (identical)' if same_bits else ''}",
+                accuracy_diff=diff, identical=same_bits, **figures)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dtrain", required=True)
+    ap.add_argument("--data-dir", required=True, help="the Fashion-MNIST folder")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--work", default=os.path.join(ROOT, "build-gpu", "parity"))
+    ap.add_argument("--json", default="")
+    ap.add_argument("--budget", type=float, default=0, help="seconds for all runs together (default: no limit)")
+    ap.add_argument("--only", nargs="+", choices=["cuda-vs-cpu", "gloo-2-ranks", "nccl-resume"],
+                    default=["cuda-vs-cpu", "gloo-2-ranks", "nccl-resume"])
+    a = ap.parse_args()
+    a.dtrain = os.path.abspath(a.dtrain)
+    if not os.path.exists(a.dtrain):
+        sys.exit(f"parity: {a.dtrain} not found; build it first (scripts/gpu/check.sh build)")
+    if not os.path.exists(os.path.join(a.data_dir, "train-images-idx3-ubyte.gz")) and not os.path.exists(
+            os.path.join(a.data_dir, "train-images-idx3-ubyte")):
+        sys.exit(f"parity: no Fashion-MNIST in {a.data_dir}")
+    a.work = os.path.abspath(a.work)
+    os.makedirs(a.work, exist_ok=True)
+    if a.budget > 0:
+        DEADLINE[0] = time.monotonic() + a.budget
+    checks = {"cuda-vs-cpu": cuda_vs_cpu, "gloo-2-ranks": gloo_two_ranks, "nccl-resume": nccl_resume}
+    items = [checks[name](a) for name in a.only]
+    if a.json:
+        with open(a.json + ".tmp", "w") as f:
+            json.dump({"epochs": a.epochs, "job": os.path.relpath(JOB, ROOT), "items": items}, f, indent=1)
+        os.replace(a.json + ".tmp", a.json)
+    sys.exit(0 if all(i["pass"] for i in items) else 1)
+
+
+if __name__ == "__main__":
+    main()
