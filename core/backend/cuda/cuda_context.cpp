@@ -95,7 +95,8 @@ void CudaContext::add(float* dst, const float* src, int64_t n) {
 std::shared_ptr<void> cudaPinnedHost(size_t bytes) {
   if (visibleCudaDevices() == 0) return nullptr;
   void* p = nullptr;
-  if (cudaHostAlloc(&p, bytes == 0 ? 64 : bytes, cudaHostAllocDefault) != cudaSuccess) {
+  // Portable: the loader thread may allocate it before any device is current there.
+  if (cudaHostAlloc(&p, bytes == 0 ? 64 : bytes, cudaHostAllocPortable) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;  // the caller falls back to ordinary memory
   }
