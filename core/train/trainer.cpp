@@ -9,6 +9,7 @@
 #include "core/backend/device_ops.h"
 #include "core/errors.h"
 #include "core/io/crc32.h"
+#include "core/io/tensorboard_writer.h"
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/lr_schedule.h"
@@ -49,6 +50,7 @@ struct Trainer::Impl {
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<BatchLoader> loader;
   std::unique_ptr<MetricsLog> metrics;
+  std::unique_ptr<TensorBoardWriter> tensorboard;  // chief only, like metrics
   std::unique_ptr<ProgressDisplay> progress;
   TrainState state;
   int64_t steps_per_epoch = 0, total_steps = 0, epochs = 0;
@@ -107,6 +109,9 @@ struct Trainer::Impl {
     // Only rank 0 writes there (other hosts need not share the file system).
     if (chief()) std::filesystem::create_directories(job.job.run_dir);
     if (chief()) metrics = std::make_unique<MetricsLog>(job.job.run_dir, resume ? state.step : -1);
+    if (chief())
+      tensorboard = std::make_unique<TensorBoardWriter>(
+          (std::filesystem::path(job.job.run_dir) / "tensorboard").string(), resume ? state.step : -1);
     progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
   }
 
@@ -172,6 +177,7 @@ struct Trainer::Impl {
       return;
     }
     last_checkpoint = saveCheckpoint(job, state, replicas->store(), *optimizer);
+    if (tensorboard) tensorboard->flush();
     last_checkpoint_step = state.step;
     say("checkpoint " + std::filesystem::path(last_checkpoint).filename().string() + " (" + why + ")");
   }
@@ -191,6 +197,10 @@ struct Trainer::Impl {
     r.samples = last_eval.samples;
     r.images_per_s = last_eval.seconds > 0 ? last_eval.samples / last_eval.seconds : 0;
     if (metrics) metrics->write(r);
+    if (tensorboard)
+      tensorboard->scalars(state.step, {{"test/loss", static_cast<float>(last_eval.loss)},
+                                        {"test/accuracy", static_cast<float>(last_eval.accuracy)},
+                                        {"test/images_per_s", static_cast<float>(r.images_per_s)}});
     char buf[256];
     std::snprintf(buf, sizeof buf, "eval  step %lld  test loss %.4f  accuracy %.4f  (%lld samples, %.1f s)",
                   static_cast<long long>(state.step), last_eval.loss, last_eval.accuracy,
@@ -347,6 +357,12 @@ struct Trainer::Impl {
         r.lr = lr;
         r.samples = static_cast<int64_t>(figs[2]);
         if (metrics) metrics->write(r);
+        if (tensorboard)
+          tensorboard->scalars(state.step, {{"train/loss", static_cast<float>(r.loss)},
+                                            {"train/accuracy", static_cast<float>(r.accuracy)},
+                                            {"train/lr", static_cast<float>(lr)},
+                                            {"train/images_per_s", static_cast<float>(r.images_per_s)},
+                                            {"train/step_time_s", static_cast<float>(dt)}});
         if (state.step == opt.fault_kill_at_step) std::raise(SIGKILL);
         if (!quiet())
           progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, static_cast<int64_t>(seen));

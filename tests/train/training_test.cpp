@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "core/io/json.h"
 #include "core/train/checkpoint.h"
@@ -74,6 +76,22 @@ TEST_CASE("metrics.jsonl has one line per step and per evaluation with the docum
   CHECK(train == 20);
   // Every 4 steps (4,8,12,16,20) and each epoch end (10; 20 again is not repeated).
   CHECK(test == 6);
+  // TensorBoard gets the same events: one file, the version record, then one
+  // record per step and per evaluation (tests/checkpoint/tensorboard_test.cpp
+  // checks the records' checksums and fields).
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(run + "/tensorboard"))
+    files.push_back(e.path().string());
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].find("events.out.tfevents.") != std::string::npos);
+  std::ifstream events(files[0], std::ios::binary);
+  int records = 0;
+  uint64_t length = 0;
+  while (events.read(reinterpret_cast<char*>(&length), sizeof length)) {
+    events.seekg(static_cast<std::streamoff>(4 + length + 4), std::ios::cur);
+    if (events) ++records;
+  }
+  CHECK(records == 1 + 20 + 6);
 }
 
 TEST_CASE("two compute threads compute what one thread computes") {
