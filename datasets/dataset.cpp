@@ -1,6 +1,7 @@
 #include "datasets/dataset.h"
 
 #include "core/errors.h"
+#include "datasets/cifar_dataset.h"
 #include "datasets/idx_dataset.h"
 #include "datasets/synthetic_dataset.h"
 
@@ -17,12 +18,17 @@ std::unique_ptr<Dataset> openDataset(const DataSection& data, Split split, uint6
     int64_t classes = split == Split::Train ? 0 : IdxDataset::trainClasses("idx", data.dir);
     return std::make_unique<IdxDataset>("idx", data.dir, split, classes);
   }
+  if (data.dataset == "cifar10")
+    return std::make_unique<CifarDataset>(CifarVariant::Cifar10, data.dir, split);
+  if (data.dataset == "cifar100")
+    return std::make_unique<CifarDataset>(CifarVariant::Cifar100, data.dir, split);
   if (data.dataset == "synthetic") return std::make_unique<SyntheticDataset>(data, split, seed);
   throw unknownDatasetError(data.dataset);
 }
 
 ConfigError unknownDatasetError(const std::string& name) {
-  return ConfigError("[data] dataset \"" + name + "\" is unknown; use fashion_mnist, idx or synthetic");
+  return ConfigError("[data] dataset \"" + name +
+                     "\" is unknown; use fashion_mnist, idx, cifar10, cifar100 or synthetic");
 }
 
 }  // namespace dtrain

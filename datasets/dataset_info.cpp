@@ -1,6 +1,7 @@
 #include "datasets/dataset_info.h"
 
 #include "core/errors.h"
+#include "datasets/cifar_dataset.h"
 #include "datasets/dataset.h"
 #include "datasets/idx_dataset.h"
 #include "datasets/idx_file.h"
@@ -29,6 +30,14 @@ DatasetInfo peekDataset(const DataSection& data) {
     info.classes = data.classes;
     info.train_samples = data.train_samples;
     info.test_samples = data.test_samples;
+    return info;
+  }
+  if (data.dataset == "cifar10" || data.dataset == "cifar100") {
+    const CifarVariant v = data.dataset == "cifar10" ? CifarVariant::Cifar10 : CifarVariant::Cifar100;
+    info.sample_shape = Shape{3, 32, 32};
+    info.classes = CifarDataset::variantClasses(v);
+    info.train_samples = CifarDataset::splitSamples(v, data.dir, Split::Train);
+    info.test_samples = CifarDataset::splitSamples(v, data.dir, Split::Test);
     return info;
   }
   if (data.dataset != "fashion_mnist" && data.dataset != "idx") throw unknownDatasetError(data.dataset);

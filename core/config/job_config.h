@@ -41,7 +41,7 @@ struct ModelSection {
 };
 
 struct DataSection {
-  std::string dataset = "fashion_mnist";  // "fashion_mnist" | "idx" | "synthetic"
+  std::string dataset = "fashion_mnist";  // "fashion_mnist" | "idx" | "cifar10" | "cifar100" | "synthetic"
   // idx / fashion_mnist: a directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]
   std::string dir = "/usr/share/datasets/fashion-mnist";
   // synthetic: generated, seeded, learnable data

@@ -135,10 +135,11 @@ void checkModel(const Checker& c, const ModelSection& m) {
 }
 
 void checkDatasetDir(const Checker& c, const DataSection& d) {
-  const std::string fix =
-      d.dataset == "fashion_mnist"
-          ? "install the dataset-fashion-mnist package or set dir to a folder holding the IDX files"
-          : "set dir to a folder holding the IDX files";
+  std::string fix = "set dir to a folder holding the IDX files";
+  if (d.dataset == "fashion_mnist")
+    fix = "install the dataset-fashion-mnist package or set dir to a folder holding the IDX files";
+  if (d.dataset == "cifar10" || d.dataset == "cifar100")
+    fix = "set dir to the folder holding the unpacked CIFAR binary (.bin) files";
   std::error_code ec;
   if (!std::filesystem::exists(d.dir, ec)) c.fail("data.dir", "'" + d.dir + "' does not exist; " + fix);
   if (!std::filesystem::is_directory(d.dir, ec))
@@ -146,8 +147,8 @@ void checkDatasetDir(const Checker& c, const DataSection& d) {
 }
 
 void checkData(const Checker& c, const DataSection& d) {
-  c.oneOf("data.dataset", d.dataset, {"fashion_mnist", "idx", "synthetic"});
-  if (d.dataset == "fashion_mnist" || d.dataset == "idx") checkDatasetDir(c, d);
+  c.oneOf("data.dataset", d.dataset, {"fashion_mnist", "idx", "cifar10", "cifar100", "synthetic"});
+  if (d.dataset != "synthetic") checkDatasetDir(c, d);
   if (d.dataset == "synthetic") {
     c.intAtLeast("data.train_samples", d.train_samples, 1);
     c.intAtLeast("data.test_samples", d.test_samples, 1);

@@ -88,7 +88,7 @@ TEST_CASE("enumerated values list the choices and suggest the closest") {
   CHECK(validationError("", {"model.init=xavier"}) ==
         "--set model.init=xavier: [model] init must be one of 'he', 'glorot' (got \"xavier\")");
   CHECK(validationError("", {"data.dataset=mnist"}) ==
-        "--set data.dataset=mnist: [data] dataset must be one of 'fashion_mnist', 'idx', 'synthetic' (got "
+        "--set data.dataset=mnist: [data] dataset must be one of 'fashion_mnist', 'idx', 'cifar10', 'cifar100', 'synthetic' (got "
         "\"mnist\")");
 }
 
