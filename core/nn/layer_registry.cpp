@@ -7,6 +7,7 @@
 #include "core/nn/layers/dense.h"
 #include "core/nn/layers/dropout.h"
 #include "core/nn/layers/flatten.h"
+#include "core/nn/layers/global_avg_pool.h"
 #include "core/nn/layers/max_pool.h"
 #include "core/nn/layers/relu.h"
 
@@ -42,6 +43,7 @@ LayerRegistry builtinLayers() {
   r.add("dense", Dense::create);
   r.add("dropout", Dropout::create);
   r.add("flatten", Flatten::create);
+  r.add("global_avg_pool", GlobalAvgPool::create);
   r.add("max_pool", MaxPool::create);
   r.add("relu", Relu::create);
   return r;

@@ -34,7 +34,7 @@ class LayerRegistry {
   std::map<std::string, Factory> factories_;
 };
 
-// dense, conv2d, max_pool, avg_pool, relu, dropout, flatten.
+// dense, conv2d, max_pool, avg_pool, global_avg_pool, relu, dropout, flatten.
 LayerRegistry builtinLayers();
 
 }  // namespace dtrain

@@ -12,6 +12,7 @@
 #include "core/backend/cuda/cuda_conv2d.h"
 #include "core/backend/cuda/cuda_dense.h"
 #include "core/backend/cuda/cuda_dropout.h"
+#include "core/backend/cuda/cuda_global_avg_pool.h"
 #include "core/backend/cuda/cuda_pool.h"
 #include "core/backend/cuda/cuda_relu.h"
 #include "core/nn/layers/flatten.h"
@@ -162,6 +163,14 @@ TEST_CASE("cuda: max_pool and avg_pool equal the CPU pools (with and without pad
     AvgPool avg_proto("pool", p);
     compareLayer<CudaAvgPool>(avg_proto, std::make_unique<AvgPool>("pool", p), c);
   }
+}
+
+TEST_CASE("cuda: global_avg_pool equals the CPU global_avg_pool, 1e-6") {
+  GlobalAvgPool proto("gap");
+  Case c;
+  c.input = Shape{6, 7, 5};
+  c.tolerance = 1e-6;
+  compareLayer<CudaGlobalAvgPool>(proto, std::make_unique<GlobalAvgPool>("gap"), c);
 }
 
 TEST_CASE("cuda: relu equals the CPU relu exactly") {

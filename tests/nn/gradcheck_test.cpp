@@ -19,6 +19,7 @@
 #include "core/nn/layers/dense.h"
 #include "core/nn/layers/dropout.h"
 #include "core/nn/layers/flatten.h"
+#include "core/nn/layers/global_avg_pool.h"
 #include "core/nn/layers/max_pool.h"
 #include "core/nn/layers/relu.h"
 #include "nn_test_util.h"
@@ -152,6 +153,12 @@ TEST_CASE("gradcheck: avg_pool") {
     Harness h(std::make_unique<AvgPool>("p", c), in, 3, rng);
     expectGradOk(h, rng);
   }
+}
+
+TEST_CASE("gradcheck: global_avg_pool") {
+  Rng rng(23);
+  Harness h(std::make_unique<GlobalAvgPool>("gap"), Shape{4, 5, 3}, 3, rng);
+  expectGradOk(h, rng);
 }
 
 TEST_CASE("gradcheck: relu, flatten, dropout") {

@@ -32,8 +32,8 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 }  // namespace
 
 TEST_CASE("registry lists the built-in types") {
-  const std::vector<std::string> expected = {"avg_pool", "conv2d",   "dense", "dropout",
-                                             "flatten",  "max_pool", "relu"};
+  const std::vector<std::string> expected = {"avg_pool", "conv2d",          "dense",    "dropout",
+                                             "flatten",  "global_avg_pool", "max_pool", "relu"};
   CHECK(builtinLayers().types() == expected);
   for (const std::string& t : expected) CHECK(builtinLayers().has(t));
 }
@@ -41,7 +41,8 @@ TEST_CASE("registry lists the built-in types") {
 TEST_CASE("registry: unknown type lists the known ones") {
   const std::string msg = configError("conv", opts("c1", "conv", {}));
   CHECK(contains(msg, "unknown layer type 'conv' for layer 'c1'"));
-  CHECK(contains(msg, "; known types: avg_pool, conv2d, dense, dropout, flatten, max_pool, relu"));
+  CHECK(contains(
+      msg, "; known types: avg_pool, conv2d, dense, dropout, flatten, global_avg_pool, max_pool, relu"));
   CHECK(contains(msg, "did you mean 'conv2d'"));
   CHECK(contains(msg, "job.toml:30:1"));
 }

@@ -3,6 +3,7 @@
 #include "core/backend/cuda/cuda_conv2d.h"
 #include "core/backend/cuda/cuda_dense.h"
 #include "core/backend/cuda/cuda_dropout.h"
+#include "core/backend/cuda/cuda_global_avg_pool.h"
 #include "core/backend/cuda/cuda_pool.h"
 #include "core/backend/cuda/cuda_relu.h"
 #include "core/errors.h"
@@ -40,6 +41,7 @@ LayerRegistry cudaLayers(CudaContext& ctx) {
   // flatten only copies, and Tensor::copyFrom works on any device (the model
   // usually aliases it away).
   r.add("flatten", Flatten::create);
+  r.add("global_avg_pool", onGpu<GlobalAvgPool, CudaGlobalAvgPool>(ctx));
   r.add("max_pool", onGpu<MaxPool, CudaMaxPool>(ctx));
   r.add("relu", onGpu<Relu, CudaRelu>(ctx));
   return r;
