@@ -1,7 +1,6 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "core/backend/device_ops.h"
 #include "core/io/json.h"
 #include "core/nn/layer_registry.h"
 #include "core/train/device_choice.h"
@@ -17,8 +16,7 @@ namespace dtrain::cli {
 int runEval(const EvalArgs& args) {
   ResumePoint from = loadResumePointReporting(args.checkpoint);
   const JobConfig& job = from.job;
-  const Device device = resolveDevice(job.job.device);
-  if (!device.isCpu()) device_ops::setTf32(device, job.job.precision == "tf32");
+  const Device device = computeDevice(job.job);
   auto test = openDataset(job.data, Split::Test, job.job.seed);
   ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(),
                       device.isCpu() ? resolveThreads(0) : 1, job.train.batch_size, device);

@@ -1,5 +1,6 @@
 #include "core/backend/device_groups.h"
 
+#include "core/backend/device_query.h"
 #include "core/errors.h"
 
 #if defined(DTRAIN_HAVE_CUDA)
@@ -25,19 +26,11 @@ std::shared_ptr<ProcessGroup> stageThroughHost(std::shared_ptr<ProcessGroup> hos
 
 #else
 
-namespace {
-[[noreturn]] void noBackend(Device device) {
-  throw DeviceError(
-      "device " + device.str() +
-      ": this dtrain was built without the CUDA backend; rebuild with it or use device = \"cpu\"");
-}
-}  // namespace
-
 std::shared_ptr<ProcessGroup> makeNcclGroup(Store&, int, int, Device device, std::chrono::milliseconds) {
-  noBackend(device);
+  throw noCudaBackendError(device);
 }
 std::shared_ptr<ProcessGroup> stageThroughHost(std::shared_ptr<ProcessGroup>, Device device) {
-  noBackend(device);
+  throw noCudaBackendError(device);
 }
 
 #endif

@@ -1,5 +1,6 @@
 #include "core/backend/device_layers.h"
 
+#include "core/backend/device_query.h"
 #include "core/errors.h"
 
 #if defined(DTRAIN_HAVE_CUDA)
@@ -13,9 +14,7 @@ LayerRegistry layersFor(Device device) {
 #if defined(DTRAIN_HAVE_CUDA)
   return cudaLayers(CudaContext::of(device.index));
 #else
-  throw DeviceError(
-      "device " + device.str() +
-      ": this dtrain was built without the CUDA backend; rebuild with it or use device = \"cpu\"");
+  throw noCudaBackendError(device);
 #endif
 }
 

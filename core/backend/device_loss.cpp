@@ -1,5 +1,6 @@
 #include "core/backend/device_loss.h"
 
+#include "core/backend/device_query.h"
 #include "core/errors.h"
 
 #if defined(DTRAIN_HAVE_CUDA)
@@ -14,9 +15,7 @@ std::unique_ptr<DeviceLoss> DeviceLoss::make(Device device, int64_t classes) {
 #if defined(DTRAIN_HAVE_CUDA)
   return std::make_unique<CudaLoss>(CudaContext::of(device.index), classes);
 #else
-  throw DeviceError(
-      "device " + device.str() +
-      ": this dtrain was built without the CUDA backend; rebuild with it or use device = \"cpu\"");
+  throw noCudaBackendError(device);
 #endif
 }
 

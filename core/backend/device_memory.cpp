@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/backend/device_query.h"
 #include "core/errors.h"
 
 #if defined(DTRAIN_HAVE_CUDA)
@@ -12,26 +13,13 @@
 
 namespace dtrain {
 
-namespace {
-
-std::shared_ptr<void> alignedHost(size_t bytes) {
+std::shared_ptr<void> allocateHost(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
   return std::shared_ptr<void>(p, std::free);
 }
-
-#if !defined(DTRAIN_HAVE_CUDA)
-[[noreturn]] void noBackend(Device device) {
-  throw DeviceError(
-      "device " + device.str() +
-      ": this dtrain was built without the CUDA backend; rebuild with the CUDA toolkit, cuBLAS, "
-      "cuDNN and NCCL, or use device = \"cpu\"");
-}
-#endif
-
-}  // namespace
 
 #if defined(DTRAIN_HAVE_CUDA)
 
@@ -41,7 +29,7 @@ std::shared_ptr<void> allocateDeviceMemory(Device device, size_t bytes) {
 
 std::shared_ptr<void> allocatePinnedHost(size_t bytes) {
   std::shared_ptr<void> pinned = cudaPinnedHost(bytes);
-  return pinned ? pinned : alignedHost(bytes);
+  return pinned ? pinned : allocateHost(bytes);
 }
 
 void copyDeviceMemory(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
@@ -68,15 +56,15 @@ void synchronizeDevice(Device device) {
 
 #else
 
-std::shared_ptr<void> allocateDeviceMemory(Device device, size_t) { noBackend(device); }
-std::shared_ptr<void> allocatePinnedHost(size_t bytes) { return alignedHost(bytes); }
+std::shared_ptr<void> allocateDeviceMemory(Device device, size_t) { throw noCudaBackendError(device); }
+std::shared_ptr<void> allocatePinnedHost(size_t bytes) { return allocateHost(bytes); }
 void copyDeviceMemory(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
-  if (!dst_device.isCpu()) noBackend(dst_device);
-  if (!src_device.isCpu()) noBackend(src_device);
+  if (!dst_device.isCpu()) throw noCudaBackendError(dst_device);
+  if (!src_device.isCpu()) throw noCudaBackendError(src_device);
   if (bytes) std::memcpy(dst, src, bytes);
 }
-void fillDeviceMemory(float*, int64_t, float, Device device) { noBackend(device); }
-void addDeviceMemory(float*, const float*, int64_t, Device device) { noBackend(device); }
+void fillDeviceMemory(float*, int64_t, float, Device device) { throw noCudaBackendError(device); }
+void addDeviceMemory(float*, const float*, int64_t, Device device) { throw noCudaBackendError(device); }
 void synchronizeDevice(Device) {}
 
 #endif

@@ -17,6 +17,8 @@
 
 namespace dtrain {
 
+// `bytes` of ordinary host memory, 64-byte aligned, freed with the last owner.
+std::shared_ptr<void> allocateHost(size_t bytes);
 // `bytes` of memory on `device` (not the CPU), freed with the last owner.
 std::shared_ptr<void> allocateDeviceMemory(Device device, size_t bytes);
 // Page-locked host memory when the CUDA backend is built and a GPU is

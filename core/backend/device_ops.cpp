@@ -1,5 +1,6 @@
 #include "core/backend/device_ops.h"
 
+#include "core/backend/device_query.h"
 #include "core/errors.h"
 
 #if defined(DTRAIN_HAVE_CUDA)
@@ -53,24 +54,16 @@ double sumOfSquares(Device device, const float* x, int64_t n) {
 
 #else
 
-namespace {
-[[noreturn]] void noBackend(Device device) {
-  throw DeviceError(
-      "device " + device.str() +
-      ": this dtrain was built without the CUDA backend; rebuild with it or use device = \"cpu\"");
-}
-}  // namespace
-
 void sgdUpdate(Device device, float*, const float*, float*, int64_t, double, double, bool, double) {
-  noBackend(device);
+  throw noCudaBackendError(device);
 }
 void adamUpdate(Device device, float*, const float*, float*, float*, int64_t, double, double, double, double,
                 double, bool, int64_t) {
-  noBackend(device);
+  throw noCudaBackendError(device);
 }
-void setTf32(Device device, bool) { noBackend(device); }
-void scale(Device device, float*, int64_t, float) { noBackend(device); }
-double sumOfSquares(Device device, const float*, int64_t) { noBackend(device); }
+void setTf32(Device device, bool) { throw noCudaBackendError(device); }
+void scale(Device device, float*, int64_t, float) { throw noCudaBackendError(device); }
+double sumOfSquares(Device device, const float*, int64_t) { throw noCudaBackendError(device); }
 
 #endif
 

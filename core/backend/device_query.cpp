@@ -6,6 +6,13 @@
 
 namespace dtrain {
 
+DeviceError noCudaBackendError(Device device) {
+  return DeviceError(
+      "device " + device.str() +
+      ": this dtrain was built without the CUDA backend; rebuild with the CUDA toolkit, cuBLAS, "
+      "cuDNN and NCCL, or use device = \"cpu\"");
+}
+
 #if defined(DTRAIN_HAVE_CUDA)
 
 bool cudaBackendBuilt() { return true; }

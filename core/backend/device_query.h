@@ -3,6 +3,9 @@
 #pragma once
 #include <string>
 
+#include "core/errors.h"
+#include "core/tensor/tensor.h"
+
 namespace dtrain {
 
 // True when this binary was built with the CUDA backend.
@@ -11,5 +14,7 @@ bool cudaBackendBuilt();
 int visibleCudaDevices();
 // "NVIDIA H100 80GB HBM3" for device `index`; "" when it cannot be asked.
 std::string cudaDeviceName(int index);
+// What a build without the CUDA backend throws when asked to use `device`.
+DeviceError noCudaBackendError(Device device);
 
 }  // namespace dtrain

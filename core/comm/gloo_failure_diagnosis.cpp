@@ -6,7 +6,6 @@
 #include <gloo/types.h>
 
 #include <new>
-#include <sstream>
 
 #include "core/errors.h"
 
@@ -21,13 +20,6 @@ constexpr uint8_t kProbeSlotPrefix = 0xd7;
 bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
-
-std::string durationText(std::chrono::milliseconds d) {
-  if (d.count() < 1000) return std::to_string(d.count()) + " ms";
-  std::ostringstream out;
-  out << static_cast<double>(d.count()) / 1000.0 << " s";
-  return out.str();
-}
 
 std::string ranksText(const std::vector<int>& ranks) {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";

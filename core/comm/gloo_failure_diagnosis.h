@@ -11,10 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace dtrain {
+#include "core/util/seconds.h"  // durationText, which these messages use
 
-// "250 ms", "1.5 s".
-std::string durationText(std::chrono::milliseconds d);
+namespace dtrain {
 
 // "rank 2", "ranks 2, 5".
 std::string ranksText(const std::vector<int>& ranks);

@@ -1,21 +1,13 @@
 #include "core/comm/in_memory_store.h"
 
 #include <charconv>
-#include <sstream>
 
 #include "core/errors.h"
+#include "core/util/seconds.h"
 
 namespace dtrain {
 
 namespace {
-
-// "2 s", "1.5 s", "250 ms": how long a caller waited, for messages.
-std::string durationText(std::chrono::milliseconds d) {
-  if (d.count() < 1000) return std::to_string(d.count()) + " ms";
-  std::ostringstream out;
-  out << static_cast<double>(d.count()) / 1000.0 << " s";
-  return out.str();
-}
 
 std::string keyList(const std::vector<std::string>& keys) {
   std::string out;

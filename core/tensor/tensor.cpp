@@ -1,8 +1,6 @@
 #include "core/tensor/tensor.h"
 
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "core/backend/device_memory.h"
 #include "core/errors.h"
@@ -14,15 +12,7 @@ Tensor Tensor::empty(const Shape& shape, Device device) {
   t.shape_ = shape;
   t.device_ = device;
   size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
-  if (device.isCpu()) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    if (rounded == 0) rounded = 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) throw std::bad_alloc();
-    t.storage_ = std::shared_ptr<void>(p, std::free);
-  } else {
-    t.storage_ = allocateDeviceMemory(device, bytes == 0 ? 4 : bytes);
-  }
+  t.storage_ = device.isCpu() ? allocateHost(bytes) : allocateDeviceMemory(device, bytes == 0 ? 4 : bytes);
   t.data_ = static_cast<float*>(t.storage_.get());
   return t;
 }

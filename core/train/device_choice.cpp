@@ -1,5 +1,6 @@
 #include "core/train/device_choice.h"
 
+#include "core/backend/device_ops.h"
 #include "core/backend/device_query.h"
 #include "core/errors.h"
 
@@ -19,6 +20,12 @@ Device resolveDevice(const std::string& configured, int local_index) {
         "[job] device = \"cuda\": no CUDA device is visible to this process (check the driver and "
         "CUDA_VISIBLE_DEVICES); use device = \"cpu\" or \"auto\"");
   return Device::cuda(local_index % gpus);
+}
+
+Device computeDevice(const JobSection& job, int local_index) {
+  const Device device = resolveDevice(job.device, local_index);
+  if (!device.isCpu()) device_ops::setTf32(device, job.precision == "tf32");
+  return device;
 }
 
 std::string describeDevice(Device device) {

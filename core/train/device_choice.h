@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 
+#include "core/config/job_config.h"
 #include "core/tensor/tensor.h"
 
 namespace dtrain {
@@ -12,6 +13,9 @@ namespace dtrain {
 // Throws ConfigError for "cuda" when the build lacks the CUDA backend or no
 // GPU is visible, saying which and what to do.
 Device resolveDevice(const std::string& configured, int local_index = 0);
+// resolveDevice for a job that computes: also sets a GPU's arithmetic to
+// [job] precision (TF32 on or off).
+Device computeDevice(const JobSection& job, int local_index = 0);
 // "cuda:0 (NVIDIA H100 80GB HBM3)", "cpu".
 std::string describeDevice(Device device);
 

@@ -74,8 +74,7 @@ struct Trainer::Impl {
   }
 
   void setUp(const LoadedCheckpoint* resume) {
-    device = resolveDevice(job.job.device, opt.local_index);
-    if (!device.isCpu()) device_ops::setTf32(device, job.job.precision == "tf32");
+    device = computeDevice(job.job, opt.local_index);
     job.job.threads = resolveThreads(job.job.threads);
     strategy = opt.strategy ? opt.strategy : std::shared_ptr<Strategy>(makeStrategy(job.strategy));
     train_data = openDataset(job.data, Split::Train, job.job.seed);

@@ -16,6 +16,7 @@
 #include "core/backend/cuda/cuda_pool.h"
 #include "core/backend/cuda/cuda_relu.h"
 #include "core/nn/layers/flatten.h"
+#include "tests/common/conv_config.h"
 #include "tests/cuda/device_compare.h"
 
 using namespace dtrain;
@@ -85,20 +86,6 @@ void compareLayer(Cpu& cpu_proto, std::unique_ptr<Cpu> cpu, const Case& c) {
   compare(*cpu, gpu, c);
 }
 
-Conv2dConfig conv(int64_t filters, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
-                  bool bias = true) {
-  Conv2dConfig c;
-  c.filters = filters;
-  c.kernel_h = kh;
-  c.kernel_w = kw;
-  c.stride_h = sh;
-  c.stride_w = sw;
-  c.pad_h = ph;
-  c.pad_w = pw;
-  c.bias = bias;
-  return c;
-}
-
 PoolConfig pool(int64_t k, int64_t s, int64_t p) {
   PoolConfig c;
   c.kernel_h = c.kernel_w = k;
@@ -125,8 +112,9 @@ TEST_CASE("cuda: dense equals the CPU dense (bias, fused relu, no bias), 1e-4") 
 }
 
 TEST_CASE("cuda: conv2d equals the CPU conv2d for several geometries, 1e-4") {
-  const Conv2dConfig configs[] = {conv(7, 3, 3, 1, 1, 1, 1), conv(6, 5, 5, 2, 2, 2, 2),
-                                  conv(4, 1, 1, 1, 1, 0, 0), conv(5, 3, 2, 2, 1, 1, 0, false)};
+  const Conv2dConfig configs[] = {convConfig(7, 3, 3, 1, 1, 1, 1), convConfig(6, 5, 5, 2, 2, 2, 2),
+                                  convConfig(4, 1, 1, 1, 1, 0, 0),
+                                  convConfig(5, 3, 2, 2, 1, 1, 0, ConvAlgo::Auto, false)};
   for (size_t i = 0; i < std::size(configs); ++i) {
     for (bool relu : {false, true}) {
       CAPTURE(i);
@@ -142,12 +130,12 @@ TEST_CASE("cuda: conv2d equals the CPU conv2d for several geometries, 1e-4") {
 }
 
 TEST_CASE("cuda: the network's first conv2d skips the input gradient like the CPU one") {
-  Conv2d proto("conv1", conv(8, 3, 3, 1, 1, 1, 1));
+  Conv2d proto("conv1", convConfig(8, 3, 3, 1, 1, 1, 1));
   Case c;
   c.input = Shape{1, 12, 12};
   c.batch = 4;
   c.input_gradient = false;
-  compareLayer<CudaConv2d>(proto, std::make_unique<Conv2d>("conv1", conv(8, 3, 3, 1, 1, 1, 1)), c);
+  compareLayer<CudaConv2d>(proto, std::make_unique<Conv2d>("conv1", convConfig(8, 3, 3, 1, 1, 1, 1)), c);
 }
 
 TEST_CASE("cuda: max_pool and avg_pool equal the CPU pools (with and without padding), 1e-6") {

@@ -17,6 +17,7 @@
 #include "core/optim/optimizer.h"
 #include "core/util/rng.h"
 #include "tests/cuda/device_array.h"
+#include "tests/optim/optim_test_util.h"
 
 using namespace dtrain;
 using namespace dtrain::testing;
@@ -81,31 +82,22 @@ void compare(const OptimizerSection& cfg) {
   }
 }
 
-OptimizerSection config(const char* type, double lr) {
-  OptimizerSection cfg;
-  cfg.type = type;
-  cfg.lr = lr;
-  cfg.momentum = 0.0;
-  cfg.weight_decay = 0.0;
-  return cfg;
-}
-
 }  // namespace
 
 TEST_CASE("cuda: sgdUpdate equals the CPU Sgd over 5 steps within 1e-5 relative") {
-  SUBCASE("plain") { compare(config("sgd", 0.1)); }
+  SUBCASE("plain") { compare(optimizerConfig("sgd", 0.1)); }
   SUBCASE("weight decay") {
-    OptimizerSection cfg = config("sgd", 0.1);
+    OptimizerSection cfg = optimizerConfig("sgd", 0.1);
     cfg.weight_decay = 0.01;
     compare(cfg);
   }
   SUBCASE("momentum") {
-    OptimizerSection cfg = config("sgd", 0.05);
+    OptimizerSection cfg = optimizerConfig("sgd", 0.05);
     cfg.momentum = 0.9;
     compare(cfg);
   }
   SUBCASE("nesterov momentum with weight decay") {
-    OptimizerSection cfg = config("sgd", 0.05);
+    OptimizerSection cfg = optimizerConfig("sgd", 0.05);
     cfg.momentum = 0.9;
     cfg.nesterov = true;
     cfg.weight_decay = 0.005;
@@ -114,19 +106,19 @@ TEST_CASE("cuda: sgdUpdate equals the CPU Sgd over 5 steps within 1e-5 relative"
 }
 
 TEST_CASE("cuda: adamUpdate equals the CPU Adam and AdamW over 5 steps within 1e-5 relative") {
-  SUBCASE("adam") { compare(config("adam", 0.01)); }
+  SUBCASE("adam") { compare(optimizerConfig("adam", 0.01)); }
   SUBCASE("adam with L2 weight decay") {
-    OptimizerSection cfg = config("adam", 0.01);
+    OptimizerSection cfg = optimizerConfig("adam", 0.01);
     cfg.weight_decay = 0.05;
     compare(cfg);
   }
   SUBCASE("adamw") {
-    OptimizerSection cfg = config("adamw", 0.01);
+    OptimizerSection cfg = optimizerConfig("adamw", 0.01);
     cfg.weight_decay = 0.1;
     compare(cfg);
   }
   SUBCASE("adamw, other betas and eps") {
-    OptimizerSection cfg = config("adamw", 0.003);
+    OptimizerSection cfg = optimizerConfig("adamw", 0.003);
     cfg.beta1 = 0.8;
     cfg.beta2 = 0.99;
     cfg.eps = 1e-6;

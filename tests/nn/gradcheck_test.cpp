@@ -23,9 +23,11 @@
 #include "core/nn/layers/max_pool.h"
 #include "core/nn/layers/relu.h"
 #include "nn_test_util.h"
+#include "tests/common/conv_config.h"
 
 using namespace dtrain;
 using namespace dtrain::test;
+using dtrain::testing::convConfig;
 
 namespace {
 
@@ -34,21 +36,6 @@ void expectGradOk(Harness& h, Rng& rng, const LayerContext& ctx = {}) {
   INFO("worst: " << r.where);
   CHECK(r.checked > 0);
   CHECK(r.worst <= 1.0);
-}
-
-Conv2dConfig conv(int64_t filters, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
-                  ConvAlgo algo, bool bias = true) {
-  Conv2dConfig c;
-  c.filters = filters;
-  c.kernel_h = kh;
-  c.kernel_w = kw;
-  c.stride_h = sh;
-  c.stride_w = sw;
-  c.pad_h = ph;
-  c.pad_w = pw;
-  c.algo = algo;
-  c.bias = bias;
-  return c;
 }
 
 PoolConfig pool(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
@@ -72,13 +59,13 @@ TEST_CASE("gradcheck: conv2d im2col") {
     Conv2dConfig c;
   };
   const Case cases[] = {
-      {Shape{3, 7, 6}, conv(4, 3, 2, 2, 1, 1, 0, ConvAlgo::Im2col)},         // non-square, stride 2x1
-      {Shape{2, 9, 7}, conv(3, 3, 3, 2, 2, 2, 2, ConvAlgo::Im2col)},         // stride 2, padding 2
-      {Shape{5, 5, 3}, conv(2, 1, 1, 1, 1, 0, 0, ConvAlgo::Im2col)},         // pointwise path
-      {Shape{2, 6, 5}, conv(3, 1, 3, 1, 2, 0, 1, ConvAlgo::Im2col, false)},  // 1x3, no bias
-      {Shape{1, 5, 5}, conv(2, 5, 5, 1, 1, 0, 0, ConvAlgo::Im2col)},         // kernel = input
-      {Shape{15, 7, 6}, conv(3, 3, 3, 2, 2, 1, 1, ConvAlgo::Im2col)},        // k = 135: packed gemm path
-      {Shape{65, 3, 3}, conv(2, 1, 1, 1, 1, 0, 0, ConvAlgo::Im2col)},        // pointwise, packed gemm path
+      {Shape{3, 7, 6}, convConfig(4, 3, 2, 2, 1, 1, 0, ConvAlgo::Im2col)},         // non-square, stride 2x1
+      {Shape{2, 9, 7}, convConfig(3, 3, 3, 2, 2, 2, 2, ConvAlgo::Im2col)},         // stride 2, padding 2
+      {Shape{5, 5, 3}, convConfig(2, 1, 1, 1, 1, 0, 0, ConvAlgo::Im2col)},         // pointwise path
+      {Shape{2, 6, 5}, convConfig(3, 1, 3, 1, 2, 0, 1, ConvAlgo::Im2col, false)},  // 1x3, no bias
+      {Shape{1, 5, 5}, convConfig(2, 5, 5, 1, 1, 0, 0, ConvAlgo::Im2col)},         // kernel = input
+      {Shape{15, 7, 6}, convConfig(3, 3, 3, 2, 2, 1, 1, ConvAlgo::Im2col)},  // k = 135: packed gemm path
+      {Shape{65, 3, 3}, convConfig(2, 1, 1, 1, 1, 0, 0, ConvAlgo::Im2col)},  // pointwise, packed gemm path
   };
   Rng rng(12);
   for (const Case& k : cases) {
@@ -104,7 +91,7 @@ TEST_CASE("gradcheck: conv2d winograd") {
   for (const Case& k : cases) {
     CAPTURE(k.in.str());
     CAPTURE(k.pad);
-    auto layer = std::make_unique<Conv2d>("c", conv(4, 3, 3, 1, 1, k.pad, k.pad, ConvAlgo::Winograd));
+    auto layer = std::make_unique<Conv2d>("c", convConfig(4, 3, 3, 1, 1, k.pad, k.pad, ConvAlgo::Winograd));
     Harness h(std::move(layer), k.in, 3, rng);
     expectGradOk(h, rng);
   }
@@ -113,7 +100,7 @@ TEST_CASE("gradcheck: conv2d winograd") {
 TEST_CASE("gradcheck: conv2d winograd across several chunks") {
   // 19x17 with padding 1 has 90 tiles per sample: one sample per chunk.
   Rng rng(14);
-  auto layer = std::make_unique<Conv2d>("c", conv(3, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd));
+  auto layer = std::make_unique<Conv2d>("c", convConfig(3, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd));
   Harness h(std::move(layer), Shape{2, 19, 17}, 3, rng);
   expectGradOk(h, rng);
 }
@@ -121,7 +108,7 @@ TEST_CASE("gradcheck: conv2d winograd across several chunks") {
 TEST_CASE("gradcheck: conv2d winograd with packed products") {
   // More filters than ops::gemmUnpacked takes: the products go through gemm.
   Rng rng(18);
-  auto layer = std::make_unique<Conv2d>("c", conv(129, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd));
+  auto layer = std::make_unique<Conv2d>("c", convConfig(129, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd));
   Harness h(std::move(layer), Shape{2, 5, 5}, 3, rng);
   expectGradOk(h, rng);
 }

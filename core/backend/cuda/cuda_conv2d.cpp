@@ -2,7 +2,6 @@
 
 #include "core/backend/cuda/cudnn_conv.h"
 #include "core/backend/cuda/elementwise_kernels.h"
-#include "core/backend/cuda/scratch_tensor.h"
 
 namespace dtrain {
 
@@ -30,7 +29,7 @@ void CudaConv2d::backward(const std::vector<const Tensor*>& in, const Tensor& ou
   const int64_t n = in[0]->dim(0);
   const float* dy = dout.data();
   if (relu_) {
-    float* m = scratchFloats(masked_, dout.numel(), dout.device());
+    float* m = masked_.floats(dout.numel(), dout.device());
     cuda::reluBackward(out.data(), dy, m, dout.numel(), ctx_.stream());
     dy = m;
   }

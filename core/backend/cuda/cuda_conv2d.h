@@ -7,6 +7,7 @@
 
 #include "core/backend/cuda/cuda_context.h"
 #include "core/nn/layers/conv2d.h"
+#include "core/nn/layers/scratch.h"
 
 namespace dtrain {
 
@@ -30,7 +31,7 @@ class CudaConv2d : public Conv2d {
 
   CudaContext& ctx_;
   std::unique_ptr<CudnnConv> conv_;  // made on first use, once setup() has fixed the geometry
-  Tensor masked_;                    // dout masked by the fused relu
+  Scratch masked_;                   // dout masked by the fused relu
 };
 
 }  // namespace dtrain

@@ -1,7 +1,6 @@
 #include "core/backend/cuda/cuda_dense.h"
 
 #include "core/backend/cuda/elementwise_kernels.h"
-#include "core/backend/cuda/scratch_tensor.h"
 
 namespace dtrain {
 
@@ -18,7 +17,7 @@ void CudaDense::backward(const std::vector<const Tensor*>& in, const Tensor& out
   const int64_t n = in[0]->dim(0), units = config_.units;
   const float* dy = dout.data();
   if (relu_) {
-    float* m = scratchFloats(masked_, n * units, out.device());
+    float* m = masked_.floats(n * units, out.device());
     cuda::reluBackward(out.data(), dy, m, n * units, ctx_.stream());
     dy = m;
   }

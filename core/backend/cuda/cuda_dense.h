@@ -4,6 +4,7 @@
 #pragma once
 #include "core/backend/cuda/cuda_context.h"
 #include "core/nn/layers/dense.h"
+#include "core/nn/layers/scratch.h"
 
 namespace dtrain {
 
@@ -17,7 +18,7 @@ class CudaDense : public Dense {
 
  private:
   CudaContext& ctx_;
-  Tensor masked_;  // dout masked by the fused relu, grown as needed
+  Scratch masked_;  // dout masked by the fused relu
 };
 
 }  // namespace dtrain

@@ -1,8 +1,8 @@
 #include "core/backend/cuda/nccl_communicator.h"
 
 #include "core/backend/cuda/poll_with_backoff.h"
-#include "core/comm/gloo_failure_diagnosis.h"
 #include "core/errors.h"
+#include "core/util/seconds.h"
 
 namespace dtrain {
 

@@ -15,8 +15,8 @@
 #include "core/backend/cuda/staging_buffers.h"
 #include "core/backend/device_query.h"
 #include "core/comm/collective_checks.h"
-#include "core/comm/gloo_failure_diagnosis.h"
 #include "core/errors.h"
+#include "core/util/seconds.h"
 
 namespace dtrain {
 

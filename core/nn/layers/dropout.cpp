@@ -44,8 +44,8 @@ void Dropout::forward(const std::vector<const Tensor*>& in, Tensor& out, const L
     out.copyFrom(*in[0]);
     return;
   }
-  const ops::DropoutKey key{ctx.seed, ctx.layer_index, ctx.sample_offset};
-  ops::dropoutForward(in[0]->data(), out.data(), in[0]->dim(0), elements_, rate_, key);
+  maskForward(in[0]->data(), out.data(), in[0]->dim(0),
+              ops::DropoutKey{ctx.seed, ctx.layer_index, ctx.sample_offset});
 }
 
 void Dropout::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
@@ -55,8 +55,16 @@ void Dropout::backward(const std::vector<const Tensor*>& in, const Tensor& out, 
     din[0]->copyFrom(dout);
     return;
   }
-  const ops::DropoutKey key{ctx.seed, ctx.layer_index, ctx.sample_offset};
-  ops::dropoutBackward(dout.data(), din[0]->data(), dout.dim(0), elements_, rate_, key);
+  maskBackward(dout.data(), din[0]->data(), dout.dim(0),
+               ops::DropoutKey{ctx.seed, ctx.layer_index, ctx.sample_offset});
+}
+
+void Dropout::maskForward(const float* x, float* y, int64_t rows, const ops::DropoutKey& key) {
+  ops::dropoutForward(x, y, rows, elements_, rate_, key);
+}
+
+void Dropout::maskBackward(const float* dy, float* dx, int64_t rows, const ops::DropoutKey& key) {
+  ops::dropoutBackward(dy, dx, rows, elements_, rate_, key);
 }
 
 std::string Dropout::describe() const { return "rate " + rateText(rate_); }

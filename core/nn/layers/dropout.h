@@ -7,6 +7,7 @@
 //
 // Ownership and threading: as every Layer; stateless.
 #pragma once
+#include "core/backend/ops.h"
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"
 
@@ -27,7 +28,13 @@ class Dropout : public Layer {
   std::string describe() const override;
   float rate() const { return rate_; }
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_dropout.h) computes with these
+ protected:
+  // The masked pass over `rows` samples of elements_ values (training, rate >
+  // 0); forward/backward handle the identity cases and the key. The CUDA layer
+  // (core/backend/cuda/cuda_dropout.h) overrides these two only.
+  virtual void maskForward(const float* x, float* y, int64_t rows, const ops::DropoutKey& key);
+  virtual void maskBackward(const float* dy, float* dx, int64_t rows, const ops::DropoutKey& key);
+
   float rate_;
   int64_t elements_ = 0;
 };

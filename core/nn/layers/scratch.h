@@ -1,6 +1,7 @@
 // Growable scratch memory owned by one layer instance (so one thread at a
 // time): grown on first use to the largest size asked, never shrunk, so the
-// steady state allocates nothing. 64-byte aligned.
+// steady state allocates nothing. 64-byte aligned on the CPU; the GPU layers
+// keep theirs in device memory.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -11,10 +12,10 @@ namespace dtrain {
 
 class Scratch {
  public:
-  // At least `count` floats; the contents are unspecified.
-  float* floats(int64_t count) {
-    if (count > capacity_) {
-      buffer_ = Tensor::empty(Shape{count});
+  // At least `count` floats on `device`; the contents are unspecified.
+  float* floats(int64_t count, Device device = Device::cpu()) {
+    if (count > capacity_ || !(buffer_.device() == device)) {
+      buffer_ = Tensor::empty(Shape{count}, device);
       capacity_ = count;
     }
     return buffer_.data();
