@@ -50,10 +50,6 @@ void addDeviceMemory(float* dst, const float* src, int64_t n, Device device) {
   CudaContext::of(device.index).add(dst, src, n);
 }
 
-void synchronizeDevice(Device device) {
-  if (!device.isCpu()) CudaContext::of(device.index).synchronize();
-}
-
 #else
 
 std::shared_ptr<void> allocateDeviceMemory(Device device, size_t) { throw noCudaBackendError(device); }
@@ -65,7 +61,6 @@ void copyDeviceMemory(void* dst, Device dst_device, const void* src, Device src_
 }
 void fillDeviceMemory(float*, int64_t, float, Device device) { throw noCudaBackendError(device); }
 void addDeviceMemory(float*, const float*, int64_t, Device device) { throw noCudaBackendError(device); }
-void synchronizeDevice(Device) {}
 
 #endif
 

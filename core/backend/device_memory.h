@@ -31,7 +31,5 @@ void copyDeviceMemory(void* dst, Device dst_device, const void* src, Device src_
 void fillDeviceMemory(float* p, int64_t n, float value, Device device);
 // dst[i] += src[i] for n floats on `device`.
 void addDeviceMemory(float* dst, const float* src, int64_t n, Device device);
-// Waits until the device's queued work is done (no-op for the CPU).
-void synchronizeDevice(Device device);
 
 }  // namespace dtrain
