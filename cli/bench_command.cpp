@@ -1,6 +1,7 @@
 #include "cli/bench_command.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -10,15 +11,26 @@
 #include "cli/distributed_run.h"
 #include "core/bench/allreduce_timing.h"
 #include "core/comm/gloo_process_group.h"
+#include "core/config/parse_job.h"
+#include "core/config/validate_job.h"
 #include "core/errors.h"
 #include "core/io/json.h"
 #include "core/launch/worker_session.h"
+#include "datasets/batch_loader.h"
+#include "datasets/dataset.h"
+#include "datasets/loader_options.h"
+#include "datasets/loader_timing.h"
+#include "datasets/sampler.h"
 #include "strategies/mirrored.h"
 
 namespace dtrain::cli {
 namespace {
 
 constexpr double kBytesPerMb = 1e6;
+// Batches taken before the timing starts: the threads have started, the
+// buffers exist and the pipeline is full, as in the middle of training.
+constexpr int64_t kLoaderWarmupBatches = 2;
+constexpr int64_t kLoaderDefaultBatches = 50;
 
 int64_t elementsOf(const BenchAllreduceArgs& args) {
   auto n = static_cast<int64_t>(args.mb * kBytesPerMb / sizeof(float));
@@ -125,7 +137,7 @@ int runRank(const BenchAllreduceArgs& args, const WorkerAssignment& assignment) 
 }  // namespace
 
 CLI::App* addBenchCommand(CLI::App& app, BenchAllreduceArgs& args) {
-  auto* bench = app.add_subcommand("bench", "Measure collective speed");
+  auto* bench = app.add_subcommand("bench", "Measure collective or data loader speed");
   bench->require_subcommand(1);
   auto* allreduce = bench->add_subcommand(
       "allreduce", "Time an all-reduce of float32 between worker processes on this host");
@@ -149,6 +161,56 @@ int runBenchAllreduce(const BenchAllreduceArgs& args) {
   elementsOf(args);  // a bad size is reported once, by the host, before any rank starts
   if (auto assignment = workerAssignmentFromEnv()) return runRank(args, *assignment);
   return runHostProcesses(benchJob(args), rankCommand(args), TrainerOptions{}, -1);
+}
+
+CLI::App* addBenchLoaderCommand(CLI::App& app, BenchLoaderArgs& args) {
+  auto* loader = app.get_subcommand("bench")->add_subcommand(
+      "loader", "Time the job's training data loader alone (decode, augment, normalise): images per second");
+  loader->add_option("job", args.job_file, "Job file (TOML)")->required();
+  loader->add_option("--set", args.overrides, "Override a job key: --set data.loader_threads=4")->take_all();
+  loader->add_option("--batches", args.batches, "Timed global batches (default: 50 or one epoch, if fewer)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  loader->add_option("--threads", args.threads, "Loader threads (default: the job's [data] loader_threads)")
+      ->check(CLI::Range(1, 256));
+  loader->add_flag("--json", args.json, "Print one JSON object instead of a sentence");
+  return loader;
+}
+
+int runBenchLoader(const BenchLoaderArgs& args) {
+  JobConfig job = parseJobFile(args.job_file, args.overrides);
+  validateJob(job);
+  if (args.threads > 0) job.data.loader_threads = args.threads;
+  const auto data = openDataset(job.data, Split::Train, job.job.seed);
+  const Sampler sampler(data->size(), job.job.seed, job.data.shuffle);
+  LoaderOptions options =
+      loaderOptionsFor(job.data, *data, Split::Train, job.job.seed, Shard{}, /*pinned=*/false);
+  options.low_priority = false;  // measured alone, not yielding to compute threads: its own speed
+  BatchLoader loader(*data, sampler, job.train.batch_size, options);
+  const int64_t batches =
+      args.batches > 0 ? args.batches : std::min<int64_t>(kLoaderDefaultBatches, loader.batchesPerEpoch());
+  const LoaderThroughput t = timeLoader(loader, kLoaderWarmupBatches, batches);
+  if (args.json) {
+    JsonWriter w;
+    w.add("images_per_s", t.imagesPerSecond());
+    w.add("threads", loader.threads());
+    w.add("images", t.images);
+    w.add("batches", t.batches);
+    w.add("batch_size", job.train.batch_size);
+    w.add("warmup", kLoaderWarmupBatches);
+    w.add("seconds", t.seconds);
+    w.add("dataset", job.data.dataset);
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf(
+        "loader: %.1f images/s with %d thread%s (%lld images in %lld batches of %lld after %lld warm-up; "
+        "%s)\n",
+        t.imagesPerSecond(), loader.threads(), loader.threads() == 1 ? "" : "s",
+        static_cast<long long>(t.images), static_cast<long long>(t.batches),
+        static_cast<long long>(job.train.batch_size), static_cast<long long>(kLoaderWarmupBatches),
+        data->describe().c_str());
+  }
+  std::fflush(stdout);
+  return kExitOk;
 }
 
 }  // namespace dtrain::cli

@@ -20,9 +20,9 @@ int runEval(const EvalArgs& args) {
   auto test = openDataset(job.data, Split::Test, job.job.seed);
   ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(),
                       device.isCpu() ? resolveThreads(0) : 1, job.train.batch_size, device);
-  restoreCheckpoint(from.checkpoint, replicas.store(), nullptr);
+  restoreCheckpoint(from.checkpoint, replicas.store(), replicas.buffers(), nullptr);
   OneDeviceStrategy one_process;  // eval runs in one process, whatever strategy trained the weights
-  EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data.prefetch, one_process);
+  EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data, one_process);
   if (args.json) {
     JsonWriter w;
     w.add("loss", r.loss);

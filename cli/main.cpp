@@ -20,8 +20,9 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("-q,--quiet", train.quiet, "No progress output");
   train_cmd->add_flag("--overwrite", train.overwrite,
                       "Start over in a run directory that already holds checkpoints (deletes them)");
-  train_cmd->add_option("--node", train.node,
-                        "Multi-host runs: this host's index among [cluster] hosts (default: found by address)");
+  train_cmd->add_option(
+      "--node", train.node,
+      "Multi-host runs: this host's index among [cluster] hosts (default: found by address)");
   // Fault injection for the resume tests; not shown in --help.
   train_cmd->add_option("--fault-kill-at-step", train.fault_kill_at_step)->group("");
 
@@ -41,6 +42,8 @@ int main(int argc, char** argv) {
 
   BenchAllreduceArgs bench_allreduce;
   auto* bench_allreduce_cmd = addBenchCommand(app, bench_allreduce);
+  BenchLoaderArgs bench_loader;
+  auto* bench_loader_cmd = addBenchLoaderCommand(app, bench_loader);
 
   ResumeArgs resume;
   auto* resume_cmd = app.add_subcommand("resume", "Continue a run from its latest complete checkpoint");
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
     if (*check_cmd) return runCheck(check);
     if (*eval_cmd) return runEval(eval);
     if (*bench_allreduce_cmd) return runBenchAllreduce(bench_allreduce);
+    if (*bench_loader_cmd) return runBenchLoader(bench_loader);
     if (*resume_cmd) return runResume(resume);
   } catch (const dtrain::ConfigError& e) {
     std::fprintf(stderr, "dtrain: error: %s\n", e.what());

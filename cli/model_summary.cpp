@@ -1,6 +1,8 @@
 #include "cli/model_summary.h"
 
-#include <cstdio>
+#include <algorithm>
+#include <array>
+#include <vector>
 
 namespace dtrain::cli {
 
@@ -12,34 +14,58 @@ std::string withCommas(int64_t v) {
   return s;
 }
 
-std::string row(const std::string& a, const std::string& b, const std::string& c, const std::string& d,
-                const std::string& e, const std::string& f) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%-12s %-10s %-32s %-14s %12s %14s\n", a.c_str(), b.c_str(), c.c_str(),
-                d.c_str(), e.c_str(), f.c_str());
-  return buf;
+using Row = std::array<std::string, 6>;  // layer, type, config, output, params, FLOPs
+
+// Columns as wide as their longest entry (preset layer names run long);
+// the two number columns are right-aligned.
+std::string table(const std::vector<Row>& rows) {
+  std::array<size_t, 6> width{};
+  for (const Row& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  std::string out;
+  for (const Row& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < r.size(); ++c) {
+      const std::string pad(width[c] - r[c].size(), ' ');
+      line += c >= 4 ? pad + r[c] : r[c] + pad;
+      if (c + 1 < r.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace
 
 std::string modelSummary(const Model& model) {
-  std::string out = row("layer", "type", "config", "output", "params", "FLOPs/sample");
-  out += row("input", "", "", model.inputShape().str(), "", "");
+  std::vector<Row> rows;
+  rows.push_back({"layer", "type", "config", "output", "params", "FLOPs/sample"});
+  rows.push_back({"input", "", "", model.inputShape().str(), "", ""});
   int64_t total_params = 0;
   for (size_t i = 0; i < model.nodes().size(); ++i) {
     const auto& node = model.nodes()[i];
     int64_t params = 0;
     for (const auto& p : node.layer->paramSpecs()) params += p.shape.numel();
     total_params += params;
-    // A fused relu's element ops are counted by the layer that applies it.
-    int alias = model.aliasOf(i);
-    bool fused = alias >= 0 && node.layer->type() == "relu";
+    // A fused activation's element ops are counted by the layer that applies it.
+    const int alias = model.aliasOf(i);
+    const std::string type = node.layer->type();
+    const bool fused = alias >= 0 && (type == "relu" || type == "relu6");
     std::string config = fused ? "fused into " + model.nodes()[alias].layer->name() : node.layer->describe();
-    out += row(node.layer->name(), node.layer->type(), config, node.out_shape.str(), withCommas(params),
-               withCommas(fused ? 0 : node.layer->forwardFlops()));
+    // Layers reading several results say which (residual adds, concatenations).
+    if (node.inputs.size() > 1) {
+      std::string from;
+      for (int in : node.inputs)
+        from +=
+            (from.empty() ? "" : ", ") + (in < 0 ? std::string("input") : model.nodes()[in].layer->name());
+      config += (config.empty() ? "" : "; ") + std::string("of ") + from;
+    }
+    rows.push_back({node.layer->name(), type, config, node.out_shape.str(), withCommas(params),
+                    withCommas(fused ? 0 : node.layer->forwardFlops())});
   }
-  out += row("total", "", "", "", withCommas(total_params), withCommas(model.forwardFlops()));
-  return out;
+  rows.push_back({"total", "", "", "", withCommas(total_params), withCommas(model.forwardFlops())});
+  return table(rows);
 }
 
 }  // namespace dtrain::cli

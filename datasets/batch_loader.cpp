@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/errors.h"
 #include "core/util/worker_pool.h"
@@ -14,29 +15,47 @@ namespace dtrain {
 
 namespace {
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The pool's thread count, checked before the pool starts any thread.
+int checkedThreads(int threads) {
+  if (threads < 1) throw Error("BatchLoader: threads must be >= 1, got " + std::to_string(threads));
+  return threads;
+}
 }  // namespace
 
-BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch,
-                         Shard shard, bool pinned)
+BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size,
+                         LoaderOptions options)
     : data_(data),
       sampler_(sampler),
       batch_size_(batch_size),
-      prefetch_(prefetch),
-      shard_(shard),
+      prefetch_(options.prefetch),
+      shard_(options.shard),
       sample_numel_(data.sampleShape().numel()),
       capacity_(std::max<int64_t>(
-          1, shard.world >= 1 ? ceilDiv(std::min(batch_size, sampler.size()), shard.world) : 1)),
-      pinned_(pinned) {
-  if (shard.world < 1 || shard.rank < 0 || shard.rank >= shard.world)
-    throw Error("BatchLoader: rank " + std::to_string(shard.rank) + " is outside a world of " +
-                std::to_string(shard.world));
+          1, shard_.world >= 1 ? ceilDiv(std::min(batch_size, sampler.size()), shard_.world) : 1)),
+      pinned_(options.pinned),
+      low_priority_(options.low_priority),
+      normalisation_(std::move(options.normalisation)),
+      augmentation_(options.augmentation),
+      seed_(options.seed),
+      pool_(checkedThreads(options.threads), options.low_priority) {
+  if (shard_.world < 1 || shard_.rank < 0 || shard_.rank >= shard_.world)
+    throw Error("BatchLoader: rank " + std::to_string(shard_.rank) + " is outside a world of " +
+                std::to_string(shard_.world));
   if (batch_size < 1) throw Error("BatchLoader: batch size must be >= 1, got " + std::to_string(batch_size));
-  if (prefetch < 0) throw Error("BatchLoader: prefetch must be >= 0, got " + std::to_string(prefetch));
+  if (prefetch_ < 0) throw Error("BatchLoader: prefetch must be >= 0, got " + std::to_string(prefetch_));
   if (sampler.datasetSize() != data.size())
     throw Error("BatchLoader: the sampler covers " + std::to_string(sampler.datasetSize()) +
                 " samples but the dataset has " + std::to_string(data.size()));
+  const Shape shape = data.sampleShape();
+  if (normalisation_.active() && (shape.rank() != 3 || normalisation_.channels() != shape[0]))
+    throw ConfigError("[data] mean/std are for " + std::to_string(normalisation_.channels()) +
+                      " channels but the samples are " + shape.str() +
+                      "; give one value, or one per channel");
+  if (augmentation_.active() && shape.rank() != 3)
+    throw ConfigError("[data] augment_* keys need [C,H,W] image samples, not " + shape.str());
   // The consumer holds one buffer while the thread fills up to `prefetch`.
-  slots_.resize(static_cast<size_t>(prefetch) + 1);
+  slots_.resize(static_cast<size_t>(prefetch_) + 1);
   if (prefetch_ > 0) thread_ = std::thread([this] { run(); });
 }
 
@@ -77,7 +96,16 @@ bool BatchLoader::canProduce() const {
   return generation_ != 0 && !error_ && produced_ < total_batches_ && produced_ - consumed_ < prefetch_;
 }
 
-bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n,
+int32_t BatchLoader::prepare(int64_t index, int64_t epoch, float* out) const {
+  const int32_t label =
+      augmentation_.active()
+          ? data_.getAugmented(index, augmentation_, Augmentation::sampleDraw(seed_, epoch, index), out)
+          : data_.get(index, out);
+  if (normalisation_.active()) normalisation_.apply(out, sample_numel_ / normalisation_.channels());
+  return label;
+}
+
+bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n, int64_t epoch,
                        uint64_t generation) {
   if (!slot.full.data()) {
     const Shape shape = data_.sampleShape().withBatch(capacity_);
@@ -97,14 +125,16 @@ bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t be
     slot.batch.size = n;
   }
   float* dst = slot.full.data();
-  for (int64_t i = 0; i < n; ++i) {
+  int32_t* labels = slot.batch.labels.data();
+  const int64_t* indices = order.data() + begin;
+  // Every sample writes its own row, so which thread takes it does not matter.
+  return pool_.run(n, [&](int64_t i) {
     if (stopping_.load(std::memory_order_relaxed) ||
         live_generation_.load(std::memory_order_relaxed) != generation)
       return false;
-    slot.batch.labels[static_cast<size_t>(i)] =
-        data_.get(order[static_cast<size_t>(begin + i)], dst + i * sample_numel_);
-  }
-  return true;
+    labels[i] = prepare(indices[i], epoch, dst + i * sample_numel_);
+    return true;
+  });
 }
 
 void BatchLoader::run() {
@@ -112,7 +142,7 @@ void BatchLoader::run() {
   // a step, and when it preempts one compute thread the other waits for it.
   // At a lower priority it runs in the gaps (and at full speed when the
   // trainer is waiting for it, since the compute threads then idle).
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  if (low_priority_) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   std::vector<int64_t> order;
   int64_t order_epoch = -1;
   std::unique_lock<std::mutex> lock(mu_);
@@ -135,7 +165,7 @@ void BatchLoader::run() {
         order = sampler_.epochOrder(epoch);
         order_epoch = epoch;
       }
-      complete = fill(slot, order, begin, n, generation);
+      complete = fill(slot, order, begin, n, epoch, generation);
     } catch (...) {
       error = std::current_exception();
     }
@@ -182,7 +212,7 @@ bool BatchLoader::nextSynchronous(Batch& out) {
   const int64_t begin = start_position_ + consumed_ * batch_size_;
   const int64_t n = std::min(batch_size_, sampler_.size() - begin);
   Slot& slot = slots_[0];
-  fill(slot, sync_order_, begin, n, generation_);
+  fill(slot, sync_order_, begin, n, epoch_, generation_);
   out = slot.batch;
   ++consumed_;
   position_ += slot.batch.global_size;

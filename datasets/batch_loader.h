@@ -1,16 +1,25 @@
 // BatchLoader: turns a Dataset and a Sampler into batches of float tensors,
 // prepared ahead of time on a background thread so the training loop does not
-// wait for pixel conversion.
+// wait for decoding, augmentation or pixel conversion.
+//
+// Each sample is get() (or getAugmented() with the training augmentation, its
+// draw from (seed, epoch, sample index)) followed by the normalisation; the
+// samples of a batch are spread over `threads` threads (a DecodePool: the
+// loader thread and threads - 1 helpers), each writing its own rows, so the
+// batches are the same for any thread count, prefetch depth, world size or
+// resume point.
 //
 // Ownership: borrows the Dataset (it must outlive the loader) and copies the
 // Sampler. Owns prefetch + 1 batch buffers, allocated once and reused: a
 // Batch returned by next() aliases one of them and stays valid only until the
 // next call to next() or start(). Copy its contents to keep them longer.
+// Memory: those buffers, plus one sample being decoded per thread.
 // Threading: one background thread per loader (none when prefetch is 0: then
-// next() builds each batch on the calling thread). All public methods are
-// called from one consumer thread. next() blocks until a batch is ready;
-// start() and the destructor cancel outstanding work without waiting for it
-// to finish and never hang.
+// next() builds each batch on the calling thread) and threads - 1 helpers.
+// All public methods are called from one consumer thread. next() blocks until
+// a batch is ready; start() and the destructor cancel outstanding work
+// without waiting for it to finish (a sample being decoded completes) and
+// never hang.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -22,19 +31,14 @@
 
 #include "core/tensor/tensor.h"
 #include "datasets/dataset.h"
+#include "datasets/decode_pool.h"
+#include "datasets/loader_options.h"
 #include "datasets/sampler.h"
 
 namespace dtrain {
 
-// Which slice of every global batch this process takes: rank r of `world`
-// gets rows [r*n/world, (r+1)*n/world) of each batch of n samples.
-struct Shard {
-  int rank = 0;
-  int world = 1;
-};
-
 struct Batch {
-  Tensor images;                // [n,C,H,W], 64-byte aligned, pixels in [0,1]
+  Tensor images;                // [n,C,H,W], 64-byte aligned: pixels in [0,1], then normalised
   std::vector<int32_t> labels;  // n labels
   int64_t size = 0;             // n
   int64_t global_size = 0;      // samples of the global batch (all ranks) it is a slice of
@@ -44,14 +48,12 @@ struct Batch {
 class BatchLoader {
  public:
   // batch_size >= 1 is the global batch (all ranks together); each batch
-  // handed out is this shard's slice of it (possibly empty at an epoch's
-  // end). prefetch >= 0 batches are prepared ahead (0: no thread).
-  // Throws Error for invalid arguments or a sampler that does not match the
-  // dataset's size. Nothing is loaded until start(). `pinned`: the buffers
-  // are page-locked host memory (Tensor::pinned), so a GPU copies batches from
-  // them asynchronously while the loader thread fills the next ones.
-  BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, int prefetch, Shard shard = {},
-              bool pinned = false);
+  // handed out is options.shard's slice of it (possibly empty at an epoch's
+  // end). See LoaderOptions for the rest (loaderOptionsFor builds them from
+  // a job). Throws Error for invalid arguments or a sampler that does not
+  // match the dataset's size, ConfigError for a normalisation of another
+  // channel count. Nothing is loaded until start().
+  BatchLoader(const Dataset& data, const Sampler& sampler, int64_t batch_size, LoaderOptions options = {});
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -79,6 +81,8 @@ class BatchLoader {
   // Samples per epoch, all ranks together.
   int64_t samplesPerEpoch() const { return sampler_.size(); }
   int64_t batchSize() const { return batch_size_; }
+  // Threads preparing samples (LoaderOptions::threads).
+  int threads() const { return pool_.threads(); }
 
  private:
   struct Slot {
@@ -89,8 +93,11 @@ class BatchLoader {
   void run();
   bool canProduce() const;
   // Fills `slot` with this shard's slice of the global batch order[begin,
-  // begin+n). False when cancelled midway.
-  bool fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n, uint64_t generation);
+  // begin+n) of `epoch`. False when cancelled midway.
+  bool fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n, int64_t epoch,
+            uint64_t generation);
+  // One sample of `epoch`, augmented and normalised, into `out`; its label.
+  int32_t prepare(int64_t index, int64_t epoch, float* out) const;
   bool nextSynchronous(Batch& out);
 
   const Dataset& data_;
@@ -101,7 +108,14 @@ class BatchLoader {
   const int64_t sample_numel_;
   const int64_t capacity_;  // rows per buffer: the largest slice, or fewer for a small dataset
   const bool pinned_;
+  const bool low_priority_;
+  const Normalisation normalisation_;
+  const Augmentation augmentation_;
+  const uint64_t seed_;
   std::vector<Slot> slots_;
+  // Used by the loader thread (or, without one, the consumer); destroyed
+  // after the loader thread has been joined.
+  DecodePool pool_;
 
   std::mutex mu_;
   std::condition_variable producer_cv_;  // work to do, or stop

@@ -1,8 +1,10 @@
-// Dataset: labelled images held in memory, addressed by index.
+// Dataset: labelled images addressed by index, held in memory (IDX, CIFAR,
+// synthetic) or decoded from files on every read (image_folder).
 // Ownership: openDataset returns a uniquely owned dataset; a BatchLoader only
 // borrows it, so the dataset must outlive its loaders.
-// Thread-safety: immutable after construction; get() may be called from any
-// number of threads at once. Nothing here blocks after construction.
+// Thread-safety: immutable after construction (but for internal, locked
+// bookkeeping); get() may be called from any number of threads at once. get()
+// blocks on file reads for datasets that decode files.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,6 +15,8 @@
 #include "core/tensor/shape.h"
 
 namespace dtrain {
+
+class Augmentation;
 
 enum class Split { Train, Test };
 
@@ -32,6 +36,14 @@ class Dataset {
   // returns the label in [0, classes()). Throws Error for an index outside
   // [0, size()).
   virtual int32_t get(int64_t index, float* out) const = 0;
+  // get() with `augmentation`'s transforms of the sample's `draw` applied
+  // (Augmentation::sampleDraw). The default augments get()'s floats; a
+  // dataset that decodes files overrides it to take the resized crop from the
+  // decoded original, before its resize, which keeps more detail.
+  virtual int32_t getAugmented(int64_t index, const Augmentation& augmentation, uint64_t draw,
+                               float* out) const;
+  // True when get() reads and decodes a file (worth several loader threads).
+  virtual bool decodesFiles() const { return false; }
 };
 
 // Fashion-MNIST's class count (its labels are 0..9).

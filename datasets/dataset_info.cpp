@@ -5,6 +5,8 @@
 #include "datasets/dataset.h"
 #include "datasets/idx_dataset.h"
 #include "datasets/idx_file.h"
+#include "datasets/image_folder_dataset.h"
+#include "datasets/normalisation.h"
 
 namespace dtrain {
 
@@ -21,9 +23,8 @@ int64_t idxSamples(const std::string& name, const std::string& dir, Split split,
   return images[0];
 }
 
-}  // namespace
-
-DatasetInfo peekDataset(const DataSection& data) {
+// The shape, classes and split sizes, by dataset.
+DatasetInfo peekShapeAndSizes(const DataSection& data) {
   DatasetInfo info;
   if (data.dataset == "synthetic") {
     info.sample_shape = Shape(data.shape);
@@ -40,6 +41,16 @@ DatasetInfo peekDataset(const DataSection& data) {
     info.test_samples = CifarDataset::splitSamples(v, data.dir, Split::Test);
     return info;
   }
+  if (data.dataset == "image_folder") {
+    // Lists both splits and checks each image's header (no decoding), so
+    // unreadable images are reported here as training would report them.
+    const ImageFolderDataset train(data, Split::Train), test(data, Split::Test);
+    info.sample_shape = train.sampleShape();
+    info.classes = train.classes();
+    info.train_samples = train.size();
+    info.test_samples = test.size();
+    return info;
+  }
   if (data.dataset != "fashion_mnist" && data.dataset != "idx") throw unknownDatasetError(data.dataset);
   Shape test_shape;
   info.train_samples = idxSamples(data.dataset, data.dir, Split::Train, &info.sample_shape);
@@ -50,6 +61,15 @@ DatasetInfo peekDataset(const DataSection& data) {
   // fashion_mnist has 10 classes by definition; a generic idx set counts its labels.
   info.classes = data.dataset == "fashion_mnist" ? kFashionMnistClasses
                                                  : IdxDataset::trainClasses(data.dataset, data.dir);
+  return info;
+}
+
+}  // namespace
+
+DatasetInfo peekDataset(const DataSection& data) {
+  DatasetInfo info = peekShapeAndSizes(data);
+  // What the loader checks too, reported before a run starts.
+  Normalisation::fromConfig(data, info.sample_shape[0]);
   return info;
 }
 

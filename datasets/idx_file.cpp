@@ -165,8 +165,8 @@ std::vector<int64_t> readHeader(ByteSource& src, const std::string& path, int ex
                       " is 0; every dimension must be positive" + kFix);
     data_bytes *= dims[static_cast<size_t>(i)];
     if (data_bytes > kMaxIdxBytes)
-      throw DataError(path + ": IDX dimensions " + dimsStr(dims) +
-                      " are implausibly large (corrupt header)" + kFix);
+      throw DataError(path + ": IDX dimensions " + dimsStr(dims) + " are implausibly large (corrupt header)" +
+                      kFix);
   }
   return dims;
 }

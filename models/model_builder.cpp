@@ -1,33 +1,16 @@
 #include "models/model_builder.h"
 
 #include "core/errors.h"
+#include "models/mobilenet_v2_preset.h"
+#include "models/preset_layers.h"
+#include "models/resnet_preset.h"
 
 namespace dtrain {
 
 namespace {
 
-// A layer of a preset; its options carry the preset's name as their origin.
-struct PresetLayer {
-  std::vector<LayerSpec>* out;
-  std::string preset;
-
-  LayerOptions& add(const std::string& name, const std::string& type) {
-    LayerSpec spec;
-    spec.name = name;
-    spec.type = type;
-    spec.pos = SourcePos{"[model] preset '" + preset + "'"};
-    spec.options = LayerOptions(name, spec.pos);
-    out->push_back(std::move(spec));
-    return out->back().options;
-  }
-  void set(LayerOptions& o, const std::string& key, LayerOptions::Value v) {
-    o.set(key, std::move(v), SourcePos{"[model] preset '" + preset + "'"});
-  }
-};
-
 std::vector<LayerSpec> mlpLayers(const ModelSection& m, int64_t classes) {
-  std::vector<LayerSpec> specs;
-  PresetLayer p{&specs, "mlp"};
+  PresetLayers p("mlp");
   p.add("flatten", "flatten");
   for (size_t i = 0; i < m.hidden.size(); ++i) {
     std::string id = std::to_string(i + 1);
@@ -36,14 +19,13 @@ std::vector<LayerSpec> mlpLayers(const ModelSection& m, int64_t classes) {
     if (m.dropout > 0) p.set(p.add("dropout" + id, "dropout"), "rate", m.dropout);
   }
   p.set(p.add("fc" + std::to_string(m.hidden.size() + 1), "dense"), "units", classes);
-  return specs;
+  return p.take();
 }
 
 // conv3x3(32)-relu-maxpool-conv3x3(64)-relu-maxpool-dense(128)-relu-dense(classes);
 // the convolutions pad by 1 so each keeps its input's height and width.
 std::vector<LayerSpec> cnnLayers(const ModelSection& m, int64_t classes) {
-  std::vector<LayerSpec> specs;
-  PresetLayer p{&specs, "cnn"};
+  PresetLayers p("cnn");
   int64_t filters[2] = {32, 64};
   for (int i = 0; i < 2; ++i) {
     std::string id = std::to_string(i + 1);
@@ -59,7 +41,7 @@ std::vector<LayerSpec> cnnLayers(const ModelSection& m, int64_t classes) {
   p.add("relu3", "relu");
   if (m.dropout > 0) p.set(p.add("dropout1", "dropout"), "rate", m.dropout);
   p.set(p.add("fc2", "dense"), "units", classes);
-  return specs;
+  return p.take();
 }
 
 }  // namespace
@@ -67,8 +49,11 @@ std::vector<LayerSpec> cnnLayers(const ModelSection& m, int64_t classes) {
 std::vector<LayerSpec> modelLayerSpecs(const ModelSection& model, int64_t classes) {
   if (model.preset == "mlp") return mlpLayers(model, classes);
   if (model.preset == "cnn") return cnnLayers(model, classes);
+  if (model.preset == "resnet") return resnetLayers(model, classes);
+  if (model.preset == "mobilenet_v2") return mobilenetV2Layers(model, classes);
   if (!model.preset.empty())
-    throw ConfigError("[model] unknown preset '" + model.preset + "'; known presets: cnn, mlp");
+    throw ConfigError("[model] unknown preset '" + model.preset +
+                      "'; known presets: cnn, mlp, mobilenet_v2, resnet");
   return model.layers;
 }
 

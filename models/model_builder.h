@@ -1,4 +1,5 @@
-// Turns the [model] table into a Model: a preset (mlp, cnn) expanded into its
+// Turns the [model] table into a Model: a preset (mlp, cnn, resnet,
+// mobilenet_v2: models/*_preset.h) expanded into its
 // layer list, or the job's own [[model.layers]]. The output must have one
 // value per class of the dataset.
 #pragma once

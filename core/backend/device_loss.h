@@ -23,10 +23,11 @@ class DeviceLoss {
   // directly). Throws DeviceError for a device this build cannot drive.
   static std::unique_ptr<DeviceLoss> make(Device device, int64_t classes);
 
-  // Queues the loss of n rows of logits (device memory) against host labels;
-  // dlogits (device memory, nullable) gets (softmax - onehot) * grad_scale.
+  // Queues the loss of n rows of logits (device memory) against host labels
+  // smoothed by `smoothing` (ops::softmaxCrossEntropy's meaning); dlogits
+  // (device memory, nullable) gets (softmax - target) * grad_scale.
   virtual void queue(const float* logits, const int32_t* host_labels, int64_t n, float grad_scale,
-                     float* dlogits) = 0;
+                     float* dlogits, float smoothing = 0.0f) = 0;
   // Waits for the device and returns the sums of everything queued since the
   // last read. Throws Error when a label was outside [0, classes).
   virtual LossSums read() = 0;

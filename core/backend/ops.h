@@ -157,13 +157,15 @@ void dropoutBackward(const float* dy, float* dx, int64_t rows, int64_t cols, flo
 
 // ------------------------------------------------------------------- loss --
 
-// Softmax cross-entropy over n rows of `classes` logits. Returns the SUM of the
-// per-sample losses (in double). When dlogits is given it is written with
-// (softmax - onehot(label)) * grad_scale; when correct is given it is
-// incremented by the number of rows whose first maximal logit is the label.
+// Softmax cross-entropy over n rows of `classes` logits against the target
+// q = (1 - smoothing) * onehot(label) + smoothing / classes (label smoothing;
+// 0 = the plain one-hot loss). Returns the SUM of the per-sample losses
+// -sum_c q_c log softmax_c (in double). When dlogits is given it is written
+// with (softmax - q) * grad_scale; when correct is given it is incremented by
+// the number of rows whose first maximal logit is the label.
 // Numerically stable (the row maximum is subtracted before exponentiation).
 // Throws dtrain::Error for a label outside [0, classes).
 double softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
-                           float grad_scale, float* dlogits, int64_t* correct);
+                           float grad_scale, float* dlogits, int64_t* correct, float smoothing = 0.0f);
 
 }  // namespace dtrain::ops

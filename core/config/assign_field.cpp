@@ -56,6 +56,21 @@ struct Assigner {
     }
   }
 
+  double floating(const toml::node& n, const std::string& name) const {
+    if (auto* v = n.as_floating_point()) return v->get();
+    if (auto* i = n.as_integer()) return static_cast<double>(i->get());
+    wrongType(n, name, "a float");
+  }
+
+  void operator()(std::vector<double>* out) const {
+    auto* a = node.as_array();
+    if (!a) wrongType(node, field.key, "an array of numbers");
+    std::vector<double> values;
+    for (size_t i = 0; i < a->size(); ++i)
+      values.push_back(floating((*a)[i], std::string(field.key) + "[" + std::to_string(i) + "]"));
+    *out = std::move(values);
+  }
+
   void operator()(bool* out) const {
     auto* v = node.as_boolean();
     if (!v) wrongType(node, field.key, "a boolean (true or false)");

@@ -33,15 +33,20 @@ struct LayerSpec {
 };
 
 struct ModelSection {
-  std::string preset;                        // "mlp" | "cnn" | "" when `layers` is given
+  std::string preset;  // "mlp" | "cnn" | "resnet" | "mobilenet_v2" | "" when `layers` is given
   std::vector<int64_t> hidden = {512, 256};  // mlp: widths of the hidden dense layers
   double dropout = 0.0;                      // mlp: dropout after each hidden relu (0 = none)
   std::string init = "he";                   // "he" | "glorot": weight initialisation
-  std::vector<LayerSpec> layers;             // explicit layer list (instead of a preset)
+  // resnet: 20, 32, 56 (CIFAR-style, 6n+2 layers: 3 stages of 16/32/64 filters)
+  // or 18 (ImageNet-style ResNet-18, for larger images)
+  int64_t depth = 20;
+  double width = 1.0;             // mobilenet_v2: width multiplier of every layer's channels
+  std::vector<LayerSpec> layers;  // explicit layer list (instead of a preset)
 };
 
 struct DataSection {
-  std::string dataset = "fashion_mnist";  // "fashion_mnist" | "idx" | "cifar10" | "cifar100" | "synthetic"
+  // "fashion_mnist" | "idx" | "cifar10" | "cifar100" | "image_folder" | "synthetic"
+  std::string dataset = "fashion_mnist";
   // idx / fashion_mnist: a directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]
   std::string dir = "/usr/share/datasets/fashion-mnist";
   // synthetic: generated, seeded, learnable data
@@ -51,6 +56,32 @@ struct DataSection {
   int64_t classes = 10;
   bool shuffle = true;  // seeded shuffle each epoch
   int prefetch = 2;     // batches prepared ahead on the loader thread
+  // Threads decoding samples for the loader; 0 = one per core. Matters for
+  // image_folder (JPEG/PNG decoding); in-memory datasets need one.
+  int loader_threads = 0;
+
+  // image_folder: `dir` holds one sub-directory per class (sorted names = class
+  // indices). The validation split is the folder `validation_dir` (same class
+  // names) when set, else a seeded `validation_fraction` of `dir`'s images.
+  std::string validation_dir;
+  double validation_fraction = 0.1;
+  uint64_t split_seed = 0;
+  std::vector<int64_t> image_size = {224, 224};  // [height, width] every image is resized to
+  int64_t channels = 3;                          // 3 = RGB, 1 = grey
+  std::string bad_images = "skip";               // unreadable images: "skip" (reported) | "fail"
+
+  // Per-channel normalisation (x - mean) / std of the [0,1] pixels, any
+  // dataset; empty = none. One value applies to every channel.
+  std::vector<double> mean;
+  std::vector<double> std;
+
+  // Train-time augmentation (training split only; each sample's draw depends
+  // on the seed, the epoch and its index, so a resumed run sees the same).
+  bool augment_flip = false;                             // random horizontal flip
+  int64_t augment_crop_padding = 0;                      // pad by this many zeros, then crop back at random
+  bool augment_resized_crop = false;                     // random area/aspect crop, resized to the image size
+  std::vector<double> augment_scale = {0.08, 1.0};       // resized crop: area fraction range
+  std::vector<double> augment_ratio = {0.75, 1.333333};  // resized crop: aspect ratio range
 };
 
 struct TrainSection {
@@ -65,6 +96,7 @@ struct TrainSection {
   int64_t keep_last = 3;           // checkpoints kept on disk
   double log_every_seconds = 5.0;  // plain progress lines when not on a terminal
   double grad_clip_norm = 0.0;     // 0 = no clipping
+  double label_smoothing = 0.0;    // target = (1-s) one-hot + s/classes; in [0, 1)
 };
 
 struct OptimizerSection {
@@ -100,6 +132,9 @@ struct StrategySection {
   // a host has a GPU of its own, else Gloo staged through host memory) |
   // "nccl" | "gloo". CPU runs always use shared memory or Gloo.
   std::string backend = "auto";
+  // Batch-norm statistics: per rank (false: each rank normalises by its own
+  // slice of the batch, as tf.distribute and DDP do) or over the global batch.
+  bool sync_batchnorm = false;
 };
 
 // One host of a multi-host run: [[cluster.hosts]] or hosts = [{ address = ..., slots = ... }].

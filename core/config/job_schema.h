@@ -11,9 +11,11 @@
 
 namespace dtrain {
 
-using FieldRef = std::variant<int64_t*, int*, uint64_t*, double*, bool*, std::string*, std::vector<int64_t>*>;
-using ConstFieldRef = std::variant<const int64_t*, const int*, const uint64_t*, const double*, const bool*,
-                                   const std::string*, const std::vector<int64_t>*>;
+using FieldRef = std::variant<int64_t*, int*, uint64_t*, double*, bool*, std::string*, std::vector<int64_t>*,
+                              std::vector<double>*>;
+using ConstFieldRef =
+    std::variant<const int64_t*, const int*, const uint64_t*, const double*, const bool*, const std::string*,
+                 const std::vector<int64_t>*, const std::vector<double>*>;
 
 struct JobField {
   const char* section;

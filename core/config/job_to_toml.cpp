@@ -16,6 +16,7 @@ struct TextOf {
   std::string operator()(const bool* v) const { return *v ? "true" : "false"; }
   std::string operator()(const std::string* v) const { return quoteString(*v); }
   std::string operator()(const std::vector<int64_t>* v) const { return formatIntArray(*v); }
+  std::string operator()(const std::vector<double>* v) const { return formatFloatArray(*v); }
 };
 
 toml::array intArray(const std::vector<int64_t>& v) {
@@ -34,6 +35,11 @@ struct Insert {
   void operator()(const bool* v) const { table.insert(key, *v); }
   void operator()(const std::string* v) const { table.insert(key, *v); }
   void operator()(const std::vector<int64_t>* v) const { table.insert(key, intArray(*v)); }
+  void operator()(const std::vector<double>* v) const {
+    toml::array a;
+    for (double x : *v) a.push_back(x);
+    table.insert(key, std::move(a));
+  }
 };
 
 void writeLayers(std::string& out, const std::vector<LayerSpec>& layers) {

@@ -119,6 +119,7 @@ std::string differenceMessage(const std::string& section, const std::string& key
 bool changeableOnResume(const std::string& section, const std::string& key) {
   if (section == "strategy" || section == "cluster") return true;
   if (section == "job") return key == "threads" || key == "device" || key == "precision";
+  if (section == "data") return key == "loader_threads" || key == "prefetch";  // how, not what, is loaded
   if (section == "train") {
     const std::vector<std::string>& keys = changeableTrainKeys();
     return std::find(keys.begin(), keys.end(), key) != keys.end();

@@ -117,9 +117,10 @@ void checkLayers(const std::vector<LayerSpec>& layers) {
 }
 
 void checkModel(const Checker& c, const ModelSection& m) {
-  if (!m.preset.empty()) c.oneOf("model.preset", m.preset, {"mlp", "cnn"});
+  if (!m.preset.empty()) c.oneOf("model.preset", m.preset, {"mlp", "cnn", "resnet", "mobilenet_v2"});
   if (m.preset.empty() && m.layers.empty())
-    c.failSection("model", "needs a preset ('mlp' or 'cnn') or a list of [[model.layers]]");
+    c.failSection("model",
+                  "needs a preset ('mlp', 'cnn', 'resnet' or 'mobilenet_v2') or a list of [[model.layers]]");
   if (!m.preset.empty() && !m.layers.empty())
     c.fail("model.preset", "'" + m.preset + "' and [[model.layers]] are both given; use one or the other");
   if (m.preset == "mlp") {
@@ -129,6 +130,12 @@ void checkModel(const Checker& c, const ModelSection& m) {
         c.fail("model.hidden", "entries must be > 0 (got " + std::to_string(m.hidden[i]) + " at index " +
                                    std::to_string(i) + ")");
   }
+  if (m.preset == "resnet" && !(m.depth == 18 || (m.depth >= 8 && (m.depth - 2) % 6 == 0)))
+    c.fail("model.depth",
+           "must be 18 (ResNet-18) or 6n+2 for a CIFAR-style ResNet: 20, 32, 44, 56, 110 (got " +
+               std::to_string(m.depth) + ")");
+  c.finite("model.width", m.width);
+  if (!(m.width >= 0.1 && m.width <= 4)) c.fail("model.width", "must be in [0.1, 4]" + Checker::got(m.width));
   c.fraction("model.dropout", m.dropout);
   c.oneOf("model.init", m.init, {"he", "glorot"});
   checkLayers(m.layers);
@@ -140,15 +147,67 @@ void checkDatasetDir(const Checker& c, const DataSection& d) {
     fix = "install the dataset-fashion-mnist package or set dir to a folder holding the IDX files";
   if (d.dataset == "cifar10" || d.dataset == "cifar100")
     fix = "set dir to the folder holding the unpacked CIFAR binary (.bin) files";
+  if (d.dataset == "image_folder") fix = "set dir to a folder holding one sub-folder of images per class";
   std::error_code ec;
   if (!std::filesystem::exists(d.dir, ec)) c.fail("data.dir", "'" + d.dir + "' does not exist; " + fix);
   if (!std::filesystem::is_directory(d.dir, ec))
     c.fail("data.dir", "'" + d.dir + "' is not a directory; " + fix);
 }
 
+void checkImageFolder(const Checker& c, const DataSection& d) {
+  if (!d.validation_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(d.validation_dir, ec))
+      c.fail("data.validation_dir",
+             "'" + d.validation_dir +
+                 "' is not a directory; set it to a folder with the same class "
+                 "sub-folders as dir, or remove it to split dir by validation_fraction");
+  } else if (!(d.validation_fraction > 0 && d.validation_fraction < 1)) {
+    c.fail("data.validation_fraction",
+           "must be in (0, 1) when no validation_dir is given" + Checker::got(d.validation_fraction));
+  }
+  if (d.image_size.size() != 2 || d.image_size[0] < 1 || d.image_size[1] < 1 || d.image_size[0] > 4096 ||
+      d.image_size[1] > 4096)
+    c.fail("data.image_size",
+           "must be [height, width] with extents in [1, 4096] (got " + formatIntArray(d.image_size) + ")");
+  if (d.channels != 1 && d.channels != 3)
+    c.fail("data.channels", "must be 1 (grey) or 3 (RGB)" + Checker::got(d.channels));
+  c.oneOf("data.bad_images", d.bad_images, {"skip", "fail"});
+}
+
+void checkNormalisation(const Checker& c, const DataSection& d) {
+  const std::pair<const char*, const std::vector<double>*> lists[] = {{"data.mean", &d.mean},
+                                                                      {"data.std", &d.std}};
+  for (const auto& [key, values] : lists) {
+    if (values->size() > 1 && d.dataset == "image_folder" &&
+        static_cast<int64_t>(values->size()) != d.channels)
+      c.fail(key, "must have one value or one per channel (" + std::to_string(d.channels) + "), got " +
+                      formatFloatArray(*values));
+    for (double v : *values) c.finite(key, v);
+  }
+  for (double s : d.std)
+    if (!(s > 0)) c.fail("data.std", "entries must be > 0 (got " + formatFloatArray(d.std) + ")");
+}
+
+void checkAugmentation(const Checker& c, const DataSection& d) {
+  c.intRange("data.augment_crop_padding", d.augment_crop_padding, 0, 1024);
+  const std::vector<double>& s = d.augment_scale;
+  if (s.size() != 2 || !(s[0] > 0 && s[0] <= s[1] && s[1] <= 1))
+    c.fail("data.augment_scale",
+           "must be [min, max] area fractions with 0 < min <= max <= 1 (got " + formatFloatArray(s) + ")");
+  const std::vector<double>& r = d.augment_ratio;
+  if (r.size() != 2 || !(r[0] > 0 && r[0] <= r[1] && std::isfinite(r[1])))
+    c.fail("data.augment_ratio",
+           "must be [min, max] aspect ratios with 0 < min <= max (got " + formatFloatArray(r) + ")");
+}
+
 void checkData(const Checker& c, const DataSection& d) {
-  c.oneOf("data.dataset", d.dataset, {"fashion_mnist", "idx", "cifar10", "cifar100", "synthetic"});
+  c.oneOf("data.dataset", d.dataset,
+          {"fashion_mnist", "idx", "cifar10", "cifar100", "image_folder", "synthetic"});
   if (d.dataset != "synthetic") checkDatasetDir(c, d);
+  if (d.dataset == "image_folder") checkImageFolder(c, d);
+  checkNormalisation(c, d);
+  checkAugmentation(c, d);
   if (d.dataset == "synthetic") {
     c.intAtLeast("data.train_samples", d.train_samples, 1);
     c.intAtLeast("data.test_samples", d.test_samples, 1);
@@ -159,6 +218,7 @@ void checkData(const Checker& c, const DataSection& d) {
     c.intAtLeast("data.classes", d.classes, 2);
   }
   c.intRange("data.prefetch", d.prefetch, 1, 64);
+  c.intRange("data.loader_threads", d.loader_threads, 0, 256);
 }
 
 void checkTrain(const Checker& c, const TrainSection& t) {
@@ -172,6 +232,7 @@ void checkTrain(const Checker& c, const TrainSection& t) {
   c.intAtLeast("train.keep_last", t.keep_last, 1);
   c.positive("train.log_every_seconds", t.log_every_seconds);
   c.nonNegative("train.grad_clip_norm", t.grad_clip_norm);
+  c.fraction("train.label_smoothing", t.label_smoothing);
 }
 
 void checkOptimizer(const Checker& c, const OptimizerSection& o) {

@@ -66,6 +66,12 @@ std::string formatIntArray(const std::vector<int64_t>& v) {
   return out + "]";
 }
 
+std::string formatFloatArray(const std::vector<double>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + formatFloat(v[i]);
+  return out + "]";
+}
+
 std::string formatKey(const std::string& key) {
   bool bare = !key.empty();
   for (char c : key) {

@@ -18,6 +18,7 @@ std::string formatFloat(double v);
 std::string quoteString(const std::string& s);
 // A TOML array of integers: [512, 256].
 std::string formatIntArray(const std::vector<int64_t>& v);
+std::string formatFloatArray(const std::vector<double>& v);
 // A key as TOML needs it: bare when it can be, quoted otherwise.
 std::string formatKey(const std::string& key);
 // The value in TOML syntax (an option value as it would appear in a job file).

@@ -16,7 +16,7 @@
 
 namespace dtrain {
 
-enum class InitKind { Zeros, HeNormal, GlorotUniform };
+enum class InitKind { Zeros, Ones, HeNormal, GlorotUniform };
 
 // One trainable tensor of a layer, as the layer declares it after setup().
 struct ParamSpec {
@@ -36,6 +36,17 @@ class BackwardListener {
   virtual void layerDone(int node) = 0;
 };
 
+// Sums small per-channel vectors (batch-norm statistics) over every replica
+// computing one batch: the compute threads of this process, and, with
+// [strategy] sync_batchnorm, every rank. All of them call allReduceSum at the
+// same layer with the same n; each gets the element-wise sum. `data` is in
+// the memory of the replica's device.
+class StatsReducer {
+ public:
+  virtual ~StatsReducer() = default;
+  virtual void allReduceSum(double* data, int64_t n) = 0;
+};
+
 // Per-call facts a layer may need.
 struct LayerContext {
   bool training = true;
@@ -48,6 +59,12 @@ struct LayerContext {
   // Told after each layer's backward (multi-process runs start reducing the
   // gradients that are final while backward goes on); null = nobody listens.
   class BackwardListener* backward_listener = nullptr;
+  // Training passes of layers with batch statistics sum them through it; null
+  // = this replica computes the whole batch alone (its own sums are the batch's).
+  StatsReducer* stats_reducer = nullptr;
+  // Whether this replica writes the shared buffers (running statistics) in
+  // training passes: one replica does, after the statistics are reduced.
+  bool updates_buffers = true;
 };
 
 class Layer {
@@ -59,7 +76,8 @@ class Layer {
 
   const std::string& name() const { return name_; }
   virtual std::string type() const = 0;
-  // How many inputs the layer takes (1 for all layers so far).
+  // How many inputs the layer takes, or kAnyInputs: two or more (add, concat).
+  static constexpr int kAnyInputs = -1;
   virtual int numInputs() const { return 1; }
 
   // Per-sample input shapes (no batch extent) -> per-sample output shape.
@@ -69,6 +87,12 @@ class Layer {
   virtual std::vector<ParamSpec> paramSpecs() const { return {}; }
   // Views into the flat buffers, in paramSpecs() order.
   virtual void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {}
+  // State that is not trained but saved in checkpoints and shared by all
+  // replicas like the parameters (batch norm's running statistics): declared
+  // after setup(), bound to views of the model's buffer store. Training passes
+  // update it from replica 0 only (LayerContext::updates_buffers).
+  virtual std::vector<ParamSpec> bufferSpecs() const { return {}; }
+  virtual void bindBuffers(const std::vector<Tensor>& buffers) {}
 
   // in[i]: [N, ...input shape i]; out: [N, ...output shape], preallocated.
   virtual void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) = 0;

@@ -2,14 +2,19 @@
 
 #include "core/config/suggest.h"
 #include "core/errors.h"
+#include "core/nn/layers/add.h"
 #include "core/nn/layers/avg_pool.h"
+#include "core/nn/layers/batch_norm.h"
+#include "core/nn/layers/concat.h"
 #include "core/nn/layers/conv2d.h"
 #include "core/nn/layers/dense.h"
+#include "core/nn/layers/depthwise_conv2d.h"
 #include "core/nn/layers/dropout.h"
 #include "core/nn/layers/flatten.h"
 #include "core/nn/layers/global_avg_pool.h"
 #include "core/nn/layers/max_pool.h"
 #include "core/nn/layers/relu.h"
+#include "core/nn/layers/relu6.h"
 
 namespace dtrain {
 
@@ -38,14 +43,19 @@ std::unique_ptr<Layer> LayerRegistry::create(const std::string& type, const std:
 
 LayerRegistry builtinLayers() {
   LayerRegistry r;
+  r.add("add", Add::create);
   r.add("avg_pool", AvgPool::create);
+  r.add("batch_norm", BatchNorm::create);
+  r.add("concat", Concat::create);
   r.add("conv2d", Conv2d::create);
   r.add("dense", Dense::create);
+  r.add("depthwise_conv2d", DepthwiseConv2d::create);
   r.add("dropout", Dropout::create);
   r.add("flatten", Flatten::create);
   r.add("global_avg_pool", GlobalAvgPool::create);
   r.add("max_pool", MaxPool::create);
   r.add("relu", Relu::create);
+  r.add("relu6", Relu6::create);
   return r;
 }
 

@@ -106,10 +106,12 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
       in_shapes.push_back(n < 0 ? input_shape_ : nodes_[n].out_shape);
       if (n >= 0) ++consumers_[n];
     }
-    if (static_cast<int>(in_shapes.size()) != node.layer->numInputs())
+    const int takes = node.layer->numInputs();
+    if (takes == Layer::kAnyInputs ? in_shapes.size() < 2 : static_cast<int>(in_shapes.size()) != takes)
       throw ConfigError(where(spec.pos) + "[model.layers] '" + spec.name + "' (" + spec.type + ") takes " +
-                        std::to_string(node.layer->numInputs()) + " input(s), got " +
-                        std::to_string(in_shapes.size()));
+                        (takes == Layer::kAnyInputs ? std::string("two or more inputs")
+                                                    : std::to_string(takes) + " input(s)") +
+                        ", got " + std::to_string(in_shapes.size()) + "; list them in its inputs");
     try {
       node.out_shape = node.layer->setup(in_shapes);
     } catch (const ShapeError& e) {
@@ -128,9 +130,9 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
 }
 
 void Model::findAliases() {
-  // A relu right after a conv2d or dense that nobody else reads is applied by
-  // that layer (one memory pass less each way), and a flatten is a reshape of
-  // its input: both share the producer's activation and gradient buffers.
+  // A relu (relu6) right after a layer that nobody else reads and that
+  // accepts it (conv2d, dense, batch_norm) is applied by that layer (one memory pass less each way), and a
+  // flatten is a reshape of its input: both share the producer's activation and gradient buffers.
   alias_of_.assign(nodes_.size(), -1);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
@@ -138,7 +140,8 @@ void Model::findAliases() {
     int p = node.inputs[0];
     if (consumers_[p] != 1 || alias_of_[p] >= 0) continue;
     const std::string type = node.layer->type();
-    if (type == "flatten" || (type == "relu" && nodes_[p].layer->fuseActivation("relu"))) alias_of_[i] = p;
+    if (type == "flatten" || ((type == "relu" || type == "relu6") && nodes_[p].layer->fuseActivation(type)))
+      alias_of_[i] = p;
   }
 }
 
@@ -157,7 +160,28 @@ void Model::registerParams(ParamStore& store) const {
     for (const ParamSpec& p : n.layer->paramSpecs()) store.add(n.layer->name(), p);
 }
 
-void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity) {
+void Model::registerBuffers(ParamStore& buffers) const {
+  for (const Node& n : nodes_)
+    for (const ParamSpec& b : n.layer->bufferSpecs()) buffers.add(n.layer->name(), b);
+}
+
+void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const ParamStore* buffers) {
+  size_t buffer_entry = 0;
+  for (Node& n : nodes_) {
+    const std::vector<ParamSpec> specs = n.layer->bufferSpecs();
+    if (specs.empty()) continue;
+    if (!buffers)
+      throw Error("layer '" + n.layer->name() + "' has buffers but the model was bound without any");
+    std::vector<Tensor> views;
+    for (const ParamSpec& spec : specs) {
+      const ParamEntry& e = buffers->entries().at(buffer_entry);
+      if (e.name != n.layer->name() + "." + spec.name || e.shape != spec.shape)
+        throw Error("buffer layout mismatch at " + e.name);
+      views.push_back(buffers->view(buffers->params(), buffer_entry));
+      ++buffer_entry;
+    }
+    n.layer->bindBuffers(views);
+  }
   size_t entry = 0;
   for (Node& n : nodes_) {
     std::vector<Tensor> params, param_grads;
@@ -175,8 +199,12 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity) {
   act_storage_.clear();
   grad_storage_.clear();
   int64_t scratch = 0;
+  size_t slots = 0;
+  for (const Node& n : nodes_) slots = std::max(slots, n.inputs.size());
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Shape s = nodes_[i].out_shape.withBatch(capacity);
+    // Also a fused relu's result may be read by several layers (a residual input).
+    if (consumers_[i] > 1) scratch = std::max(scratch, s.numel());
     if (alias_of_[i] >= 0) {
       act_storage_.push_back(act_storage_[alias_of_[i]].reshape(s));
       grad_storage_.push_back(grad_storage_[alias_of_[i]].reshape(s));
@@ -184,9 +212,10 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity) {
     }
     act_storage_.push_back(Tensor::empty(s, grads.device()));
     grad_storage_.push_back(Tensor::empty(s, grads.device()));
-    if (consumers_[i] > 1) scratch = std::max(scratch, s.numel());
   }
-  scratch_storage_ = Tensor::empty(Shape{scratch}, grads.device());
+  scratch_storage_.clear();
+  for (size_t k = 0; k < slots; ++k)
+    scratch_storage_.push_back(Tensor::empty(Shape{scratch}, grads.device()));
   act_ = act_storage_;
   grad_ = grad_storage_;
 }
@@ -241,12 +270,11 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
       } else if (written[in]++ == 0) {
         din.push_back(&grad_[in]);
       } else {
-        to_add.emplace_back(in, scratch_storage_.narrow(0, grad_[in].numel()).reshape(grad_[in].shape()));
+        Tensor& slot = scratch_storage_[din.size()];
+        to_add.emplace_back(in, slot.narrow(0, grad_[in].numel()).reshape(grad_[in].shape()));
         din.push_back(&to_add.back().second);
       }
     }
-    // to_add may hold at most one entry per call with the single scratch buffer.
-    if (to_add.size() > 1) throw Error("layer '" + node.layer->name() + "' reads several shared inputs");
     node.layer->backward(inputsOf(node, input), act_[i], grad_[i], din, c);
     for (auto& [in, g] : to_add) grad_[in].add(g);
     if (ctx.backward_listener) ctx.backward_listener->layerDone(i);

@@ -34,10 +34,14 @@ class Model {
 
   // Adds every layer's parameters to `store` (for the replica that owns the store).
   void registerParams(ParamStore& store) const;
+  // Adds every layer's buffers (untrained state such as running statistics) to
+  // `buffers`, a store of their own that the optimizer never sees.
+  void registerBuffers(ParamStore& buffers) const;
   // Points the layers at the store's parameters and at `grads` (same layout),
-  // and sizes activations for up to `capacity` samples, on the device of
+  // at `buffers` (laid out by registerBuffers; may be null when no layer has
+  // any), and sizes activations for up to `capacity` samples, on the device of
   // `grads` (the layers must be that device's: see core/backend/device_layers.h).
-  void bind(const ParamStore& store, Tensor grads, int64_t capacity);
+  void bind(const ParamStore& store, Tensor grads, int64_t capacity, const ParamStore* buffers = nullptr);
 
   // Forward of `n` samples (n <= capacity); returns the output activations [n, ...].
   const Tensor& forward(const Tensor& input, const LayerContext& ctx);
@@ -49,7 +53,7 @@ class Model {
 
   const std::vector<Node>& nodes() const { return nodes_; }
   // The node whose memory node i shares instead of computing anything (a relu
-  // fused into the conv2d/dense before it, a flatten of its input), or -1.
+  // or relu6 fused into the layer before it, a flatten of its input), or -1.
   int aliasOf(size_t i) const { return alias_of_[i]; }
   // Whether backward computes the gradient of node i's output: only when node i
   // or a node upstream of it has parameters.
@@ -69,7 +73,9 @@ class Model {
   std::vector<int> alias_of_;       // see aliasOf()
   std::vector<bool> trained_path_;  // see needsGradient()
   std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
-  Tensor scratch_storage_;  // for nodes read by several layers
+  // For nodes read by several layers: one buffer per input slot, so a layer
+  // reading several shared nodes (an add of two branches) gets one for each.
+  std::vector<Tensor> scratch_storage_;
   int64_t capacity_ = 0;
 };
 

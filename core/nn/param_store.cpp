@@ -19,7 +19,10 @@ void ParamStore::add(const std::string& layer, const ParamSpec& spec) {
   entries_.push_back(std::move(e));
 }
 
-void ParamStore::allocate(Device device) { params_ = Tensor::zeros(Shape{size_}, device); }
+void ParamStore::allocate(Device device) {
+  // An empty store (a model without buffers) needs no device memory.
+  params_ = Tensor::zeros(Shape{size_}, size_ > 0 ? device : Device::cpu());
+}
 
 const ParamEntry* ParamStore::find(const std::string& name) const {
   for (const auto& e : entries_)
@@ -48,6 +51,9 @@ void ParamStore::initialize(uint64_t seed) {
     switch (e.spec.init) {
       case InitKind::Zeros:
         for (int64_t j = 0; j < n; ++j) p[j] = 0.0f;
+        break;
+      case InitKind::Ones:
+        for (int64_t j = 0; j < n; ++j) p[j] = 1.0f;
         break;
       case InitKind::HeNormal: {
         double stddev = std::sqrt(2.0 / std::max<int64_t>(1, e.spec.fan_in));

@@ -3,16 +3,19 @@
 #include <chrono>
 
 #include "datasets/batch_loader.h"
+#include "datasets/loader_options.h"
 #include "datasets/sampler.h"
 
 namespace dtrain {
 
-EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size, int prefetch,
-                           Strategy& strategy) {
+EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size,
+                           const DataSection& data_config, Strategy& strategy) {
   auto start = std::chrono::steady_clock::now();
   Sampler sampler(data.size(), 0, /*shuffle=*/false);
-  BatchLoader loader(data, sampler, batch_size, prefetch, Shard{strategy.rank(), strategy.worldSize()},
-                     /*pinned=*/!replicas.device().isCpu());
+  BatchLoader loader(data, sampler, batch_size,
+                     loaderOptionsFor(data_config, data, Split::Test, /*seed=*/0,
+                                      Shard{strategy.rank(), strategy.worldSize()},
+                                      /*pinned=*/!replicas.device().isCpu()));
   loader.start(0, 0);
   Batch batch;
   BatchFigures total;

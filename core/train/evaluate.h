@@ -1,8 +1,10 @@
 // Evaluation on a dataset split: every sample counted exactly once, in a
 // fixed order, in inference mode. With several ranks each evaluates its slice
 // of every batch and the sums are reduced, so every rank gets the result for
-// the whole split.
+// the whole split. The samples are prepared as [data] says (normalisation,
+// loader threads, prefetch), without the training augmentation.
 #pragma once
+#include "core/config/job_config.h"
 #include "core/train/replica_set.h"
 #include "datasets/dataset.h"
 #include "strategies/strategy.h"
@@ -16,7 +18,8 @@ struct EvalResult {
   double seconds = 0;
 };
 
-EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size, int prefetch,
-                           Strategy& strategy);
+// Throws ConfigError when [data] mean/std do not fit the dataset's channels.
+EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size,
+                           const DataSection& data_config, Strategy& strategy);
 
 }  // namespace dtrain

@@ -5,12 +5,15 @@
 namespace dtrain {
 
 std::string saveCheckpoint(const JobConfig& job, const TrainState& state, const ParamStore& store,
-                           Optimizer& optimizer) {
+                           const ParamStore& buffers, Optimizer& optimizer) {
   CheckpointContents c;
   // Buffers on a GPU are written from host copies (kept alive until written).
   const Tensor params = store.params().to(Device::cpu());
   for (const ParamEntry& e : store.entries())
     c.weights.push_back({e.name, e.shape, params.data() + e.offset});
+  const Tensor buffer_values = buffers.size() > 0 ? buffers.params().to(Device::cpu()) : Tensor();
+  for (const ParamEntry& e : buffers.entries())
+    c.weights.push_back({e.name, e.shape, buffer_values.data() + e.offset});
   std::vector<Tensor> host_state;
   for (auto& [buffer, tensor] : optimizer.stateBuffers()) {
     host_state.push_back(tensor->to(Device::cpu()));
@@ -40,24 +43,29 @@ void copyTensor(const SafetensorsFile& file, const std::string& file_name, const
 
 }  // namespace
 
-void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, Optimizer* optimizer) {
+void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, ParamStore& buffers,
+                       Optimizer* optimizer) {
   const std::string weights_file = ckpt.dir + "/model.safetensors";
-  if (ckpt.weights.tensors.size() != store.entries().size())
+  const size_t expected = store.entries().size() + buffers.entries().size();
+  if (ckpt.weights.tensors.size() != expected)
     throw CheckpointError(weights_file + " holds " + std::to_string(ckpt.weights.tensors.size()) +
-                          " tensors, the model has " + std::to_string(store.entries().size()));
+                          " tensors, the model has " + std::to_string(expected) +
+                          "; the checkpoint belongs to a different model than the job describes");
   // Read into host memory, then copy to the buffer's device if it is a GPU.
-  auto restore = [&](Tensor& target, const SafetensorsFile& file, const std::string& file_name,
-                     const std::string& prefix) {
+  auto restore = [&](const ParamStore& layout, Tensor& target, const SafetensorsFile& file,
+                     const std::string& file_name, const std::string& prefix) {
+    if (layout.size() == 0) return;
     Tensor host = target.device().isCpu() ? target : Tensor::zeros(target.shape());
-    for (const ParamEntry& e : store.entries())
+    for (const ParamEntry& e : layout.entries())
       copyTensor(file, file_name, prefix + e.name, e.shape, host.data() + e.offset);
     if (!target.device().isCpu()) target.copyFrom(host);
   };
-  restore(store.params(), ckpt.weights, weights_file, "");
+  restore(store, store.params(), ckpt.weights, weights_file, "");
+  restore(buffers, buffers.params(), ckpt.weights, weights_file, "");
   if (!optimizer) return;
   const std::string opt_file = ckpt.dir + "/optimizer.safetensors";
   for (auto& [buffer, tensor] : optimizer->stateBuffers())
-    restore(*tensor, ckpt.optimizer, opt_file, buffer + ".");
+    restore(store, *tensor, ckpt.optimizer, opt_file, buffer + ".");
 }
 
 }  // namespace dtrain

@@ -1,5 +1,6 @@
 // Between a training run and a checkpoint directory: which tensors go into
-// model.safetensors (the parameters, by name) and optimizer.safetensors
+// model.safetensors (the parameters, then the buffers such as batch norm's
+// running statistics, by name) and optimizer.safetensors
 // ("<state>.<parameter>"), and how they are put back, with every name and
 // shape checked so a checkpoint of another model is refused clearly.
 #pragma once
@@ -15,12 +16,10 @@ namespace dtrain {
 
 // Writes RUN_DIR/checkpoints/step-XXXXXXXX and returns its path.
 std::string saveCheckpoint(const JobConfig& job, const TrainState& state, const ParamStore& store,
-                           Optimizer& optimizer);
+                           const ParamStore& buffers, Optimizer& optimizer);
 
-// Loads the weights into `store` (and the optimizer state, when given).
-void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, Optimizer* optimizer);
-inline void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, Optimizer& optimizer) {
-  restoreCheckpoint(ckpt, store, &optimizer);
-}
+// Loads the weights into `store` and `buffers` (and the optimizer state, when given).
+void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, ParamStore& buffers,
+                       Optimizer* optimizer);
 
 }  // namespace dtrain

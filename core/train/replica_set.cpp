@@ -25,14 +25,40 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   for (auto& r : replicas_) r.model = buildModel(model, input_shape, classes, layers);
   replicas_[0].model->registerParams(store_);
   store_.allocate(device);
+  replicas_[0].model->registerBuffers(buffers_);
+  buffers_.allocate(device);
+  buffers_.initialize(0);  // running statistics start at their fixed values (mean 0, variance 1)
+  if (pool_.size() > 1) thread_stats_ = std::make_unique<BatchStatsReducer>(pool_.size(), nullptr);
   for (auto& r : replicas_) {
     r.grads = store_.gradBuffer();
-    r.model->bind(store_, r.grads, capacity_);
+    r.model->bind(store_, r.grads, capacity_, &buffers_);
     r.dlogits = Tensor::empty(Shape{capacity_, classes}, device);
   }
   if (!device.isCpu()) {
     device_input_ = Tensor::empty(input_shape.withBatch(capacity_), device);
     loss_ = DeviceLoss::make(device, classes);
+  }
+}
+
+namespace {
+
+// A lone replica whose statistics are summed over the ranks only.
+class RankStatsReducer : public StatsReducer {
+ public:
+  explicit RankStatsReducer(BatchStatsReducer::RankSum sum) : sum_(std::move(sum)) {}
+  void allReduceSum(double* data, int64_t n) override { sum_(data, n); }
+
+ private:
+  BatchStatsReducer::RankSum sum_;
+};
+
+}  // namespace
+
+void ReplicaSet::syncBatchStatsAcrossRanks(BatchStatsReducer::RankSum rank_sum) {
+  if (pool_.size() > 1) {
+    thread_stats_ = std::make_unique<BatchStatsReducer>(pool_.size(), std::move(rank_sum));
+  } else {
+    rank_stats_ = std::make_unique<RankStatsReducer>(std::move(rank_sum));
   }
 }
 
@@ -50,10 +76,11 @@ BatchFigures ReplicaSet::runOnDevice(const Batch& batch, bool training, uint64_t
     ctx.seed = seed;
     ctx.sample_offset = batch.global_offset + start;
     ctx.backward_listener = start + len == n ? listener : nullptr;
+    ctx.stats_reducer = training ? rank_stats_.get() : nullptr;
     const Tensor& logits = r.model->forward(input, ctx);
     Tensor dlogits = r.dlogits.narrow(0, len);
     loss_->queue(logits.data(), batch.labels.data() + start, len, grad_scale,
-                 training ? dlogits.data() : nullptr);
+                 training ? dlogits.data() : nullptr, training ? label_smoothing_ : 0.0f);
     if (training) r.model->backward(input, dlogits, ctx);
   }
   if (training && listener && n == 0)  // nothing to compute: its gradients stay zero
@@ -77,36 +104,63 @@ BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t s
   if (!device_.isCpu()) return runOnDevice(batch, training, seed, grad_scale, listener);
   const int64_t n = batch.size;
   const int parts = pool_.size();
-  pool_.run([&](int t) {
-    Replica& r = replicas_[static_cast<size_t>(t)];
-    r.figures = BatchFigures{};
+  // Batch statistics are reduced over the threads that have samples; the
+  // first of them writes the running statistics.
+  int first_taking_part = -1;
+  std::vector<bool> taking_part(static_cast<size_t>(parts));
+  for (int t = 0; t < parts; ++t) {
     auto [begin, end] = WorkerPool::split(n, parts, t);
-    // Evaluation batches may exceed the capacity: walk them in pieces.
-    for (int64_t start = begin; start < end; start += capacity_) {
-      int64_t len = std::min(capacity_, end - start);
-      Tensor input = batch.images.narrow(start, len);
-      LayerContext ctx;
-      ctx.training = training;
-      ctx.seed = seed;
-      ctx.sample_offset = batch.global_offset + start;  // dropout masks follow the global row
-      // Gradients are final only after the replica's last piece.
-      ctx.backward_listener = start + len == end ? listener : nullptr;
-      const Tensor& logits = r.model->forward(input, ctx);
-      Tensor dlogits = r.dlogits.narrow(0, len);
-      int64_t correct = 0;
-      r.figures.loss_sum += ops::softmaxCrossEntropy(logits.data(), batch.labels.data() + start, len,
-                                                     classes_, grad_scale, dlogits.data(), &correct);
-      r.figures.correct += correct;
-      r.figures.samples += len;
-      if (training) r.model->backward(input, dlogits, ctx);
-    }
-    if (training && listener && begin == end) {  // nothing to compute: its gradients stay zero
-      for (int i = static_cast<int>(r.model->nodes().size()) - 1; i >= 0; --i) listener->layerDone(i);
+    taking_part[static_cast<size_t>(t)] = end > begin;
+    if (end > begin && first_taking_part < 0) first_taking_part = t;
+  }
+  BatchStatsReducer* stats = training ? thread_stats_.get() : nullptr;
+  if (stats) stats->beginPass(taking_part);
+  pool_.run([&](int t) {
+    try {
+      runSlice(batch, training, seed, grad_scale, listener, t, t == first_taking_part);
+    } catch (...) {
+      if (stats) stats->abort();  // the other threads may be waiting for this one's statistics
+      throw;
     }
   });
   BatchFigures total;
   for (const Replica& r : replicas_) total += r.figures;
   return total;
+}
+
+void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, float grad_scale,
+                          BackwardListener* listener, int t, bool updates_buffers) {
+  const int64_t n = batch.size;
+  Replica& r = replicas_[static_cast<size_t>(t)];
+  r.figures = BatchFigures{};
+  auto [begin, end] = WorkerPool::split(n, pool_.size(), t);
+  // Evaluation batches may exceed the capacity: walk them in pieces.
+  for (int64_t start = begin; start < end; start += capacity_) {
+    int64_t len = std::min(capacity_, end - start);
+    Tensor input = batch.images.narrow(start, len);
+    LayerContext ctx;
+    ctx.training = training;
+    ctx.seed = seed;
+    ctx.sample_offset = batch.global_offset + start;  // dropout masks follow the global row
+    ctx.stats_reducer = !training       ? nullptr
+                        : thread_stats_ ? thread_stats_->forReplica(t)
+                                        : rank_stats_.get();  // one thread: only the ranks to sum over
+    ctx.updates_buffers = updates_buffers;
+    // Gradients are final only after the replica's last piece.
+    ctx.backward_listener = start + len == end ? listener : nullptr;
+    const Tensor& logits = r.model->forward(input, ctx);
+    Tensor dlogits = r.dlogits.narrow(0, len);
+    int64_t correct = 0;
+    r.figures.loss_sum +=
+        ops::softmaxCrossEntropy(logits.data(), batch.labels.data() + start, len, classes_, grad_scale,
+                                 dlogits.data(), &correct, training ? label_smoothing_ : 0.0f);
+    r.figures.correct += correct;
+    r.figures.samples += len;
+    if (training) r.model->backward(input, dlogits, ctx);
+  }
+  if (training && listener && begin == end) {  // nothing to compute: its gradients stay zero
+    for (int i = static_cast<int>(r.model->nodes().size()) - 1; i >= 0; --i) listener->layerDone(i);
+  }
 }
 
 BatchFigures ReplicaSet::trainStep(const Batch& batch, uint64_t step_seed, float grad_scale,

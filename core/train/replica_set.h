@@ -22,6 +22,7 @@
 #include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
 #include "core/nn/param_store.h"
+#include "core/train/batch_stats_reducer.h"
 #include "core/util/worker_pool.h"
 #include "datasets/batch_loader.h"
 
@@ -53,7 +54,18 @@ class ReplicaSet {
   int threads() const { return pool_.size(); }
   WorkerPool& pool() { return pool_; }
   ParamStore& store() { return store_; }
+  // Untrained state (batch norm's running statistics), shared by the replicas
+  // like the parameters and saved with them; empty when no layer has any.
+  ParamStore& buffers() { return buffers_; }
   const Model& model() const { return *replicas_[0].model; }
+
+  // Batch statistics summed over the ranks too ([strategy] sync_batchnorm):
+  // `rank_sum` adds the other ranks' vectors (on the GPU, in device memory).
+  // It is called from a compute thread in the middle of forward and backward,
+  // so nothing else may use the ranks' collectives during a training pass.
+  void syncBatchStatsAcrossRanks(BatchStatsReducer::RankSum rank_sum);
+  // Label smoothing of the training loss (evaluation reports the plain loss).
+  void setLabelSmoothing(float smoothing) { label_smoothing_ = smoothing; }
 
   // Forward and backward over the batch: each replica adds the gradient of its
   // samples' loss (scaled by grad_scale, usually 1/batch) to its own buffer.
@@ -85,12 +97,21 @@ class ReplicaSet {
   };
   BatchFigures runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
                          BackwardListener* listener);
+  // Replica t's slice of the batch, on its compute thread.
+  void runSlice(const Batch& batch, bool training, uint64_t seed, float grad_scale,
+                BackwardListener* listener, int t, bool updates_buffers);
   // The GPU's version: queues every piece; evaluation reads the figures at once.
   BatchFigures runOnDevice(const Batch& batch, bool training, uint64_t seed, float grad_scale,
                            BackwardListener* listener);
 
   WorkerPool pool_;
   ParamStore store_;
+  ParamStore buffers_;
+  // Sums batch statistics over the compute threads (null with one replica and
+  // no sync across ranks: a lone replica's sums are the batch's).
+  std::unique_ptr<BatchStatsReducer> thread_stats_;
+  std::unique_ptr<StatsReducer> rank_stats_;  // GPU with sync across ranks
+  float label_smoothing_ = 0.0f;
   std::vector<Replica> replicas_;
   int64_t capacity_;  // samples per replica per pass
   int64_t classes_;

@@ -83,20 +83,31 @@ struct Trainer::Impl {
     replicas = std::make_unique<ReplicaSet>(job.model, train_data->sampleShape(), train_data->classes(),
                                             builtinLayers(), device.isCpu() ? job.job.threads : 1,
                                             job.train.batch_size, device);
+    replicas->setLabelSmoothing(static_cast<float>(job.train.label_smoothing));
     optimizer = makeOptimizer(job.optimizer);
     optimizer->init(replicas->store().size(), device);
     if (resume) {
-      restoreCheckpoint(*resume, replicas->store(), *optimizer);
+      restoreCheckpoint(*resume, replicas->store(), replicas->buffers(), optimizer.get());
     } else {
       replicas->store().initialize(job.job.seed);
     }
     shareChiefState();
-    if (strategy->worldSize() > 1) startReducer();
+    if (syncsBatchStats()) {
+      // The statistics are summed mid-pass through the ranks' collectives,
+      // which the overlapped gradient reduction would use at the same time:
+      // gradients are then reduced after backward instead.
+      Strategy* ranks = strategy.get();
+      replicas->syncBatchStatsAcrossRanks(
+          [ranks](double* data, int64_t n) { ranks->reduceFigures(data, n); });
+    } else if (strategy->worldSize() > 1) {
+      startReducer();
+    }
 
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
-    loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, job.data.prefetch,
-                                           Shard{strategy->rank(), strategy->worldSize()},
-                                           /*pinned=*/!device.isCpu());
+    loader = std::make_unique<BatchLoader>(
+        *train_data, *sampler, job.train.batch_size,
+        loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed,
+                         Shard{strategy->rank(), strategy->worldSize()}, /*pinned=*/!device.isCpu()));
     steps_per_epoch = loader->batchesPerEpoch();
     if (job.train.steps > 0) {
       total_steps = job.train.steps;
@@ -153,11 +164,32 @@ struct Trainer::Impl {
         });
   }
 
-  // Every rank starts from the chief's weights, optimizer state and position
-  // (on a resume only the chief has read the checkpoint).
+  bool syncsBatchStats() const {
+    return job.strategy.sync_batchnorm && strategy->worldSize() > 1 && replicas->buffers().size() > 0;
+  }
+
+  // Running statistics gathered per rank (no sync_batchnorm) differ between
+  // ranks; before they are evaluated or saved every rank takes their mean, as
+  // tf.distribute reads per-replica batch-norm moments. Synchronised
+  // statistics are the same on every rank already.
+  void averageBuffersAcrossRanks() {
+    ParamStore& buffers = replicas->buffers();
+    if (strategy->worldSize() == 1 || buffers.size() == 0 || syncsBatchStats()) return;
+    Tensor host = buffers.params().to(Device::cpu());
+    std::vector<double> sums(host.data(), host.data() + host.numel());
+    strategy->reduceFigures(sums.data(), static_cast<int64_t>(sums.size()));
+    for (size_t i = 0; i < sums.size(); ++i)
+      host.data()[i] = static_cast<float>(sums[i] / strategy->worldSize());
+    buffers.params().copyFrom(host);
+  }
+
+  // Every rank starts from the chief's weights, buffers, optimizer state and
+  // position (on a resume only the chief has read the checkpoint).
   void shareChiefState() {
     if (strategy->worldSize() > 1) checkSameLayout();
     strategy->broadcastParameters(replicas->store().params().data(), replicas->store().size());
+    if (replicas->buffers().size() > 0)
+      strategy->broadcastParameters(replicas->buffers().params().data(), replicas->buffers().size());
     if (strategy->worldSize() == 1) return;
     for (auto& [name, buffer] : optimizer->stateBuffers())
       if (buffer->numel() > 0) strategy->broadcastParameters(buffer->data(), buffer->numel());
@@ -171,11 +203,12 @@ struct Trainer::Impl {
 
   void checkpoint(const char* why) {
     if (state.step == last_checkpoint_step) return;
-    if (!chief()) {  // the chief writes; the others only keep count
+    averageBuffersAcrossRanks();  // collective: before the others leave
+    if (!chief()) {               // the chief writes; the others only keep count
       last_checkpoint_step = state.step;
       return;
     }
-    last_checkpoint = saveCheckpoint(job, state, replicas->store(), *optimizer);
+    last_checkpoint = saveCheckpoint(job, state, replicas->store(), replicas->buffers(), *optimizer);
     if (tensorboard) tensorboard->flush();
     last_checkpoint_step = state.step;
     say("checkpoint " + std::filesystem::path(last_checkpoint).filename().string() + " (" + why + ")");
@@ -183,8 +216,8 @@ struct Trainer::Impl {
 
   void evaluate() {
     if (state.step == last_eval_step) return;
-    last_eval =
-        evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data.prefetch, *strategy);
+    averageBuffersAcrossRanks();
+    last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data, *strategy);
     last_eval_step = state.step;
     if (last_eval.accuracy > state.best_test_accuracy) state.best_test_accuracy = last_eval.accuracy;
     MetricsRecord r;
@@ -247,6 +280,9 @@ struct Trainer::Impl {
 
   // One optimizer update from the batch; returns its figures.
   BatchFigures step(const Batch& batch, double lr) {
+    // Synchronised statistics need samples on every rank; an epoch's last
+    // global batch smaller than the rank count is skipped by all ranks alike.
+    if (syncsBatchStats() && batch.global_size < strategy->worldSize()) return BatchFigures{};
     if (!device.isCpu()) return stepOnDevice(batch, lr);
     BatchFigures f = computeGradients(batch);
     ParamStore& store = replicas->store();
@@ -350,8 +386,8 @@ struct Trainer::Impl {
         r.step = state.step;
         r.epoch = state.epoch;
         r.split = "train";
-        r.loss = figs[0] / figs[2];
-        r.accuracy = figs[1] / figs[2];
+        r.loss = figs[2] > 0 ? figs[0] / figs[2] : 0.0;  // 0 samples: a skipped step
+        r.accuracy = figs[2] > 0 ? figs[1] / figs[2] : 0.0;
         r.images_per_s = dt > 0 ? figs[2] / dt : 0;
         r.lr = lr;
         r.samples = static_cast<int64_t>(figs[2]);

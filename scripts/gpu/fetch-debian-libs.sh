@@ -38,9 +38,8 @@ max_mb=50
 # The packages: the -dev packages the build finds, their runtime libraries and
 # those libraries' own dependencies beyond glibc and libstdc++ (a GPU machine
 # that has some of them uses its own; check.sh adds only the missing ones).
-# Left out: libstb0 (dtrain needs only stb's headers: CMake looks for stb_image.h;
-# it links no stb library) and libssl3 (libkrb5-3 names it as a package
-# dependency, but none of the libraries dtrain loads links it).
+# Left out: libssl3 (libkrb5-3 names it as a package dependency, but none of
+# the libraries dtrain loads links it).
 packages=(
   libtomlplusplus-dev libtomlplusplus3
   libcli11-dev
@@ -49,7 +48,7 @@ packages=(
   libgloo-dev libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200
   libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0
   zlib1g-dev zlib1g
-  libstb-dev
+  libstb-dev libstb0
   doctest-dev
   pkgconf pkgconf-bin libpkgconf3
   dataset-fashion-mnist
@@ -117,7 +116,7 @@ while IFS= read -r -d '' link; do
   [[ -e $root/$target ]] || die "link ${link#"$root"/} points at /$target, which no package provides"
   ln -sfn "$(realpath --relative-to="$(dirname "$link")" "$root/$target")" "$link"
 done < <(find "$root" -type l -print0)
-find "$root" -xtype l -delete # links to what was pruned (libblas.so, libstb.so, ...)
+find "$root" -xtype l -delete # links to what was pruned (libblas.so, ...)
 
 # --- pack OpenBLAS and the run-time-only libraries -----------------------------
 # A library stays unpacked when the build links it by name (a libX.so link points

@@ -45,6 +45,7 @@ TEST_CASE("the resolved job writes [strategy] and [cluster] with the token hidde
       "collective = \"ring\"\n"
       "bucket_mb = 25.0\n"
       "backend = \"auto\"\n"
+      "sync_batchnorm = false\n"
       "\n"
       "[cluster]\n"
       "coordinator = \"10.0.0.1:29500\"\n"

@@ -150,6 +150,8 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "hidden = [512, 256]\n"
       "dropout = 0.0\n"
       "init = \"he\"\n"
+      "depth = 20\n"
+      "width = 1.0\n"
       "\n"
       "[data]\n"
       "dataset = \"synthetic\"\n"
@@ -162,6 +164,20 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "classes = 10\n"
       "shuffle = true\n"
       "prefetch = 2\n"
+      "loader_threads = 0\n"
+      "validation_dir = \"\"\n"
+      "validation_fraction = 0.1\n"
+      "split_seed = 0\n"
+      "image_size = [224, 224]\n"
+      "channels = 3\n"
+      "bad_images = \"skip\"\n"
+      "mean = []\n"
+      "std = []\n"
+      "augment_flip = false\n"
+      "augment_crop_padding = 0\n"
+      "augment_resized_crop = false\n"
+      "augment_scale = [0.08, 1.0]\n"
+      "augment_ratio = [0.75, 1.333333]\n"
       "\n"
       "[train]\n"
       "epochs = 10\n"
@@ -175,6 +191,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "keep_last = 3\n"
       "log_every_seconds = 5.0\n"
       "grad_clip_norm = 0.0\n"
+      "label_smoothing = 0.0\n"
       "\n"
       "[optimizer]\n"
       "type = \"sgd\"\n"
@@ -198,7 +215,8 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "workers = 2\n"
       "collective = \"auto\"\n"
       "bucket_mb = 4.0\n"
-      "backend = \"auto\"\n";
+      "backend = \"auto\"\n"
+      "sync_batchnorm = false\n";
   CHECK(jobToToml(job) == expected);
 }
 

@@ -83,12 +83,15 @@ TEST_CASE("enumerated values list the choices and suggest the closest") {
         "job.toml:8:8: [schedule] type must be one of 'constant', 'step', 'cosine' (got \"cosin\"; did you "
         "mean "
         "'cosine'?)");
-  CHECK(validationError("", {"model.preset=resnet"}) ==
-        "--set model.preset=resnet: [model] preset must be one of 'mlp', 'cnn' (got \"resnet\")");
+  CHECK(validationError("", {"model.preset=resnet50"}) ==
+        "--set model.preset=resnet50: [model] preset must be one of 'mlp', 'cnn', 'resnet', 'mobilenet_v2' "
+        "(got "
+        "\"resnet50\"; did you mean 'resnet'?)");
   CHECK(validationError("", {"model.init=xavier"}) ==
         "--set model.init=xavier: [model] init must be one of 'he', 'glorot' (got \"xavier\")");
   CHECK(validationError("", {"data.dataset=mnist"}) ==
-        "--set data.dataset=mnist: [data] dataset must be one of 'fashion_mnist', 'idx', 'cifar10', 'cifar100', 'synthetic' (got "
+        "--set data.dataset=mnist: [data] dataset must be one of 'fashion_mnist', 'idx', 'cifar10', "
+        "'cifar100', 'image_folder', 'synthetic' (got "
         "\"mnist\")");
 }
 
@@ -99,11 +102,14 @@ TEST_CASE("nesterov needs momentum") {
 
 TEST_CASE("the model is either a preset or a list of layers") {
   CHECK(configErrorOf([] { validateJob(parseJobString("[data]\ndataset = \"synthetic\"\n", "job.toml")); }) ==
-        "job.toml: [model] needs a preset ('mlp' or 'cnn') or a list of [[model.layers]]");
+        "job.toml: [model] needs a preset ('mlp', 'cnn', 'resnet' or 'mobilenet_v2') or a list of "
+        "[[model.layers]]");
   CHECK(configErrorOf([] {
           validateJob(
               parseJobString("[model]\ninit = \"he\"\n[data]\ndataset = \"synthetic\"\n", "job.toml"));
-        }) == "job.toml:1:1: [model] needs a preset ('mlp' or 'cnn') or a list of [[model.layers]]");
+        }) ==
+        "job.toml:1:1: [model] needs a preset ('mlp', 'cnn', 'resnet' or 'mobilenet_v2') or a list of "
+        "[[model.layers]]");
   CHECK(validationError("\n[[model.layers]]\nname = \"fc\"\ntype = \"dense\"\n") ==
         "job.toml:2:10: [model] preset 'mlp' and [[model.layers]] are both given; use one or the other");
   CHECK(validationError("", {"model.hidden=[]"}) ==

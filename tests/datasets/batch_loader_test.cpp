@@ -12,8 +12,10 @@
 #include "core/errors.h"
 #include "datasets/dataset.h"
 #include "datasets/sampler.h"
+#include "tests/datasets/test_loader.h"
 
 using namespace dtrain;
+using dtrain::test::prefetched;
 
 namespace {
 
@@ -27,13 +29,17 @@ class IndexDataset : public Dataset {
   Shape sampleShape() const override { return shape_; }
   int64_t classes() const override { return 7; }
   int32_t get(int64_t index, float* out) const override {
-    if (index == throw_at_) throw DataError("sample " + std::to_string(index) + " is broken");
+    if (index == slow_at_) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (index == throw_at_ || index == also_throw_at_)
+      throw DataError("sample " + std::to_string(index) + " is broken");
     if (delay_us_) std::this_thread::sleep_for(std::chrono::microseconds(delay_us_));
     for (int64_t p = 0; p < shape_.numel(); ++p)
       out[p] = static_cast<float>(index + 1) / 1024.0f + static_cast<float>(p) * 1e-6f;
     return static_cast<int32_t>(index % 7);
   }
   int64_t throw_at_ = -1;
+  int64_t also_throw_at_ = -1;
+  int64_t slow_at_ = -1;  // this sample takes 30 ms
   int delay_us_ = 0;
 
  private:
@@ -67,8 +73,8 @@ std::vector<Copied> drain(BatchLoader& loader) {
 }
 
 std::vector<Copied> epoch(const Dataset& ds, const Sampler& s, int64_t batch, int prefetch, int64_t e,
-                          int64_t position = 0) {
-  BatchLoader loader(ds, s, batch, prefetch);
+                          int64_t position = 0, int threads = 1) {
+  BatchLoader loader(ds, s, batch, prefetched(prefetch, Shard{}, threads));
   loader.start(e, position);
   return drain(loader);
 }
@@ -93,7 +99,7 @@ TEST_CASE("loader: every sample exactly once per epoch, matching dataset.get") {
   for (int prefetch : {0, 1, 2, 5}) {
     CAPTURE(prefetch);
     Sampler sampler(ds->size(), 5, true);
-    BatchLoader loader(*ds, sampler, 10, prefetch);
+    BatchLoader loader(*ds, sampler, 10, prefetched(prefetch));
     CHECK(loader.batchesPerEpoch() == 11);
     for (int64_t e : {0, 1}) {
       loader.start(e);
@@ -150,7 +156,7 @@ TEST_CASE("loader: resuming mid-epoch yields exactly the remaining batches") {
     auto full = epoch(ds, sampler, 8, prefetch, 4);  // 7 batches: 6 x 8 + 2
     REQUIRE(full.size() == 7);
     for (int64_t k = 0; k <= 7; ++k) {
-      BatchLoader loader(ds, sampler, 8, prefetch);
+      BatchLoader loader(ds, sampler, 8, prefetched(prefetch));
       loader.start(4, std::min<int64_t>(50, k * 8));
       CHECK(loader.position() == std::min<int64_t>(50, k * 8));
       auto rest = drain(loader);
@@ -158,7 +164,7 @@ TEST_CASE("loader: resuming mid-epoch yields exactly the remaining batches") {
       CHECK(loader.position() == 50);
     }
     // A position that is not a multiple of the batch: the same samples in the same order.
-    BatchLoader loader(ds, sampler, 8, prefetch);
+    BatchLoader loader(ds, sampler, 8, prefetched(prefetch));
     loader.start(4, 13);
     auto rest = drain(loader);
     std::vector<float> flat_full, flat_rest;
@@ -172,13 +178,13 @@ TEST_CASE("loader: position() after some batches resumes the same stream") {
   IndexDataset ds(40);
   Sampler sampler(40, 1, true);
   auto full = epoch(ds, sampler, 6, 2, 0);
-  BatchLoader a(ds, sampler, 6, 2);
+  BatchLoader a(ds, sampler, 6, prefetched(2));
   a.start(0);
   Batch b;
   for (int i = 0; i < 3; ++i) REQUIRE(a.next(b));
   const int64_t saved = a.position();
   CHECK(saved == 18);
-  BatchLoader resumed(ds, sampler, 6, 2);
+  BatchLoader resumed(ds, sampler, 6, prefetched(2));
   resumed.start(0, saved);
   CHECK(drain(resumed) == std::vector<Copied>(full.begin() + 3, full.end()));
 }
@@ -190,7 +196,7 @@ TEST_CASE("loader: start() again mid-epoch cancels and restarts cleanly") {
   auto e1 = epoch(ds, sampler, 7, 3, 1);
   CHECK(e0 != e1);
   for (int prefetch : {0, 1, 3}) {
-    BatchLoader loader(ds, sampler, 7, prefetch);
+    BatchLoader loader(ds, sampler, 7, prefetched(prefetch));
     Batch b;
     loader.start(0);
     REQUIRE(loader.next(b));
@@ -219,10 +225,11 @@ TEST_CASE("loader: ranks take slices of every global batch") {
   Sampler sampler(23, 4, true);
   auto idsOf = [](const Copied& b) {
     std::vector<int64_t> ids;
-    for (size_t i = 0; i < b.labels.size(); ++i) ids.push_back(static_cast<int64_t>(b.pixels[i * 6] * 1024.0f + 0.5f) - 1);
+    for (size_t i = 0; i < b.labels.size(); ++i)
+      ids.push_back(static_cast<int64_t>(b.pixels[i * 6] * 1024.0f + 0.5f) - 1);
     return ids;
   };
-  BatchLoader whole(ds, sampler, 8, 2);
+  BatchLoader whole(ds, sampler, 8, prefetched(2));
   whole.start(1);
   const auto global = drain(whole);
   REQUIRE(global.size() == 3);  // 8 + 8 + 7
@@ -230,7 +237,7 @@ TEST_CASE("loader: ranks take slices of every global batch") {
     CAPTURE(world);
     std::vector<std::vector<Copied>> per_rank;
     for (int r = 0; r < world; ++r) {
-      BatchLoader loader(ds, sampler, 8, r % 2 ? 0 : 2, Shard{r, world});
+      BatchLoader loader(ds, sampler, 8, prefetched(r % 2 ? 0 : 2, Shard{r, world}));
       CHECK(loader.batchesPerEpoch() == 3);
       loader.start(1);
       per_rank.push_back(drain(loader));
@@ -254,11 +261,11 @@ TEST_CASE("loader: ranks take slices of every global batch") {
 TEST_CASE("loader: a resumed rank continues from a global position") {
   IndexDataset ds(23);
   Sampler sampler(23, 4, true);
-  BatchLoader one(ds, sampler, 8, 2);
+  BatchLoader one(ds, sampler, 8, prefetched(2));
   one.start(0, 8);
   const auto rest = drain(one);
   // Two ranks resuming at the same position see the same batches between them.
-  BatchLoader r0(ds, sampler, 8, 2, Shard{0, 2}), r1(ds, sampler, 8, 2, Shard{1, 2});
+  BatchLoader r0(ds, sampler, 8, prefetched(2, Shard{0, 2})), r1(ds, sampler, 8, prefetched(2, Shard{1, 2}));
   r0.start(0, 8);
   r1.start(0, 8);
   auto a = drain(r0), b = drain(r1);
@@ -274,15 +281,15 @@ TEST_CASE("loader: a resumed rank continues from a global position") {
 TEST_CASE("loader: a shard outside the world is an Error") {
   IndexDataset ds(10);
   Sampler sampler(10, 1, true);
-  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, 2, Shard{2, 2}), Error);
-  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, 2, Shard{-1, 2}), Error);
-  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, 2, Shard{0, 0}), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, prefetched(2, Shard{2, 2})), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, prefetched(2, Shard{-1, 2})), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, prefetched(2, Shard{0, 0})), Error);
 }
 
 TEST_CASE("loader: buffers are reused, not allocated per batch") {
   IndexDataset ds(100);
   Sampler sampler(100, 6, true);
-  BatchLoader loader(ds, sampler, 8, 2);
+  BatchLoader loader(ds, sampler, 8, prefetched(2));
   std::set<const float*> buffers;
   Batch b;
   for (int e = 0; e < 4; ++e) {
@@ -298,7 +305,7 @@ TEST_CASE("loader: an exception in the loader thread is rethrown by next()") {
   Sampler sampler(20, 0, false);  // identity order: sample 9 is in batch 2
   for (int prefetch : {0, 1, 4}) {
     CAPTURE(prefetch);
-    BatchLoader loader(ds, sampler, 4, prefetch);
+    BatchLoader loader(ds, sampler, 4, prefetched(prefetch));
     loader.start(0);
     Batch b;
     REQUIRE(loader.next(b));
@@ -316,7 +323,7 @@ TEST_CASE("loader: the destructor never hangs") {
   Sampler sampler(1000, 1, true);
   SUBCASE("thread blocked on full buffers") {
     double s = secondsOf([&] {
-      BatchLoader loader(ds, sampler, 16, 2);
+      BatchLoader loader(ds, sampler, 16, prefetched(2));
       loader.start(0);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the thread fills both slots and waits
     });
@@ -325,7 +332,7 @@ TEST_CASE("loader: the destructor never hangs") {
   SUBCASE("thread in the middle of a slow batch") {
     ds.delay_us_ = 2000;  // 2 ms a sample: a 500-sample batch would take a second
     double s = secondsOf([&] {
-      BatchLoader loader(ds, sampler, 500, 2);
+      BatchLoader loader(ds, sampler, 500, prefetched(2));
       loader.start(0);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     });
@@ -333,9 +340,9 @@ TEST_CASE("loader: the destructor never hangs") {
   }
   SUBCASE("never started, or after an error") {
     double s = secondsOf([&] {
-      BatchLoader idle(ds, sampler, 16, 2);
+      BatchLoader idle(ds, sampler, 16, prefetched(2));
       ds.throw_at_ = sampler.epochOrder(0)[0];
-      BatchLoader failed(ds, sampler, 16, 2);
+      BatchLoader failed(ds, sampler, 16, prefetched(2));
       failed.start(0);
       Batch b;
       CHECK_THROWS_AS(failed.next(b), DataError);
@@ -347,10 +354,10 @@ TEST_CASE("loader: the destructor never hangs") {
 TEST_CASE("loader: invalid use is an Error") {
   IndexDataset ds(10);
   Sampler sampler(10, 1, true);
-  CHECK_THROWS_AS(BatchLoader(ds, sampler, 0, 2), Error);
-  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, -1), Error);
-  CHECK_THROWS_AS(BatchLoader(ds, Sampler(11, 1, true), 4, 2), Error);
-  BatchLoader loader(ds, sampler, 4, 2);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 0, prefetched(2)), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 4, prefetched(-1)), Error);
+  CHECK_THROWS_AS(BatchLoader(ds, Sampler(11, 1, true), 4, prefetched(2)), Error);
+  BatchLoader loader(ds, sampler, 4, prefetched(2));
   Batch b;
   CHECK_THROWS_AS(loader.next(b), Error);
   CHECK_THROWS_AS(loader.start(0, 11), Error);
@@ -364,10 +371,102 @@ TEST_CASE("loader: an empty dataset has no batches") {
   IndexDataset ds(0);
   Sampler sampler(0, 1, true);
   for (int prefetch : {0, 2}) {
-    BatchLoader loader(ds, sampler, 4, prefetch);
+    BatchLoader loader(ds, sampler, 4, prefetched(prefetch));
     CHECK(loader.batchesPerEpoch() == 0);
     loader.start(0);
     Batch b;
     CHECK_FALSE(loader.next(b));
   }
+}
+
+TEST_CASE("loader threads: the same batches for any thread count, prefetch and resume point") {
+  IndexDataset ds(97, Shape{2, 3, 4});
+  ds.delay_us_ = 50;  // long enough for the threads to interleave
+  Sampler sampler(97, 13, true);
+  const auto ref = epoch(ds, sampler, 10, 0, 1);
+  REQUIRE(ref.size() == 10);
+  for (int threads : {2, 3, 8})
+    for (int prefetch : {0, 1, 3}) {
+      CAPTURE(threads);
+      CAPTURE(prefetch);
+      BatchLoader loader(ds, sampler, 10, prefetched(prefetch, Shard{}, threads));
+      CHECK(loader.threads() == threads);
+      loader.start(1);
+      CHECK(drain(loader) == ref);
+      loader.start(1, 30);
+      CHECK(drain(loader) == std::vector<Copied>(ref.begin() + 3, ref.end()));
+    }
+  // Ranks with several threads each still make up the global batches.
+  BatchLoader r0(ds, sampler, 10, prefetched(2, Shard{0, 2}, 3)),
+      r1(ds, sampler, 10, prefetched(2, Shard{1, 2}, 2));
+  r0.start(1);
+  r1.start(1);
+  const auto a = drain(r0), b = drain(r1);
+  REQUIRE(a.size() == ref.size());
+  for (size_t k = 0; k < ref.size(); ++k) {
+    std::vector<float> joined = a[k].pixels;
+    joined.insert(joined.end(), b[k].pixels.begin(), b[k].pixels.end());
+    CHECK(joined == ref[k].pixels);
+  }
+  CHECK_THROWS_AS(BatchLoader(ds, sampler, 10, prefetched(2, Shard{}, 0)), Error);
+}
+
+TEST_CASE("loader threads: a failing sample surfaces through next() with its message, the lowest first") {
+  IndexDataset ds(40);
+  Sampler sampler(40, 0, false);  // identity order: samples 11 and 14 are in batch 1
+  ds.throw_at_ = 11;
+  ds.also_throw_at_ = 14;
+  ds.slow_at_ = 11;  // so 14 fails first in time, while 11 is still decoding
+  for (int threads : {1, 3, 6})
+    for (int prefetch : {0, 2}) {
+      CAPTURE(threads);
+      CAPTURE(prefetch);
+      BatchLoader loader(ds, sampler, 8, prefetched(prefetch, Shard{}, threads));
+      loader.start(0);
+      Batch b;
+      REQUIRE(loader.next(b));  // batch 0 is whole
+      CHECK_THROWS_WITH_AS(loader.next(b), "sample 11 is broken", DataError);
+      CHECK_THROWS_WITH_AS(loader.next(b), "sample 11 is broken", DataError);
+      loader.start(0, 16);  // past both: recovers
+      CHECK(drain(loader).size() == 3);
+    }
+}
+
+TEST_CASE("loader threads: the destructor does not wait for a slow batch") {
+  IndexDataset ds(1000, Shape{1, 8, 8});
+  ds.delay_us_ = 2000;  // 2 ms a sample: 500 samples on 4 threads take a quarter second
+  Sampler sampler(1000, 1, true);
+  double s = secondsOf([&] {
+    BatchLoader loader(ds, sampler, 500, prefetched(2, Shard{}, 4));
+    loader.start(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+  CHECK(s < 0.15);
+  s = secondsOf([&] {
+    BatchLoader loader(ds, sampler, 500, prefetched(2, Shard{}, 4));
+    loader.start(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    loader.start(1);  // cancels the batch in progress
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  CHECK(s < 0.15);
+}
+
+// Samples that wait (as on a slow disk) rather than compute, so the speed-up
+// shows whatever else the machine is doing.
+TEST_CASE("loader threads: a batch's samples are prepared in parallel") {
+  IndexDataset ds(128, Shape{1, 2, 2});
+  ds.delay_us_ = 2000;
+  Sampler sampler(128, 1, true);
+  auto timeEpoch = [&](int threads) {
+    return secondsOf([&] {
+      BatchLoader loader(ds, sampler, 32, prefetched(1, Shard{}, threads));
+      loader.start(0);
+      CHECK(drain(loader).size() == 4);
+    });
+  };
+  const double one = timeEpoch(1), four = timeEpoch(4);
+  MESSAGE("128 samples of 2 ms: " << one << " s on 1 thread, " << four << " s on 4");
+  CHECK(one > 0.25);
+  CHECK(four < 0.6 * one);
 }

@@ -6,8 +6,10 @@
 #include "datasets/batch_loader.h"
 #include "datasets/dataset.h"
 #include "datasets/sampler.h"
+#include "tests/datasets/test_loader.h"
 
 using namespace dtrain;
+using dtrain::test::prefetched;
 
 TEST_CASE("fashion_mnist: the installed dataset opens with the documented sizes") {
   DataSection d;  // defaults: fashion_mnist in the Debian package's directory
@@ -40,7 +42,7 @@ TEST_CASE("fashion_mnist: the installed dataset opens with the documented sizes"
   CHECK(max == 1.0f);
 
   Sampler sampler(train->size(), 42, true);
-  BatchLoader loader(*train, sampler, 128, 2);
+  BatchLoader loader(*train, sampler, 128, prefetched(2));
   CHECK(loader.batchesPerEpoch() == 469);
   loader.start(0);
   Batch b;

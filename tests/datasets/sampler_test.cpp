@@ -66,6 +66,4 @@ TEST_CASE("sampler: no shuffle is the identity order") {
   CHECK(s.epochOrder(5) == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6});
 }
 
-TEST_CASE("sampler: invalid arguments are Errors") {
-  CHECK_THROWS_AS(Sampler(-1, 1, true), Error);
-}
+TEST_CASE("sampler: invalid arguments are Errors") { CHECK_THROWS_AS(Sampler(-1, 1, true), Error); }

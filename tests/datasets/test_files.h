@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "datasets/idx_file.h"
-
 #include "tests/common/temp_dir.h"
 
 namespace dtrain::test {

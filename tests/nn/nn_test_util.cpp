@@ -18,8 +18,11 @@ void fillDistinct(Tensor& t, Rng& rng, float gap) {
 }
 
 Harness::Harness(std::unique_ptr<Layer> l, const Shape& input, int64_t n, Rng& rng)
-    : layer(std::move(l)), in_shape(input), batch(n) {
-  out_shape = layer->setup({in_shape});
+    : Harness(std::move(l), std::vector<Shape>{input}, n, rng) {}
+
+Harness::Harness(std::unique_ptr<Layer> l, const std::vector<Shape>& inputs, int64_t n, Rng& rng)
+    : layer(std::move(l)), in_shape(inputs.at(0)), in_shapes(inputs), batch(n) {
+  out_shape = layer->setup(in_shapes);
   for (const ParamSpec& spec : layer->paramSpecs()) {
     Tensor p = Tensor::empty(spec.shape);
     rng.fill(p, 0.5f);
@@ -27,18 +30,36 @@ Harness::Harness(std::unique_ptr<Layer> l, const Shape& input, int64_t n, Rng& r
     grads.push_back(Tensor::zeros(spec.shape));
   }
   layer->bind(params, grads);
-  x = Tensor::empty(in_shape.withBatch(n));
-  rng.fill(x);
+  for (const Shape& s : in_shapes) {
+    xs.push_back(Tensor::empty(s.withBatch(n)));
+    rng.fill(xs.back());
+  }
+  x = xs[0];
   y = Tensor::empty(out_shape.withBatch(n));
   dy = Tensor::empty(out_shape.withBatch(n));
   rng.fill(dy);
-  dx = Tensor::empty(in_shape.withBatch(n));
+  for (const Shape& s : in_shapes) dxs.push_back(Tensor::empty(s.withBatch(n)));
+  dx = dxs[0];
 }
 
-void Harness::forward(const LayerContext& ctx) { layer->forward({&x}, y, ctx); }
+void Harness::forward(const LayerContext& ctx) {
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : xs) in.push_back(&t);
+  layer->forward(in, y, ctx);
+}
 
 void Harness::backward(const LayerContext& ctx, bool want_dx) {
-  layer->backward({&x}, y, dy, {want_dx ? &dx : nullptr}, ctx);
+  backwardFor(std::vector<bool>(xs.size(), want_dx), ctx);
+}
+
+void Harness::backwardFor(const std::vector<bool>& wanted, const LayerContext& ctx) {
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> din;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    in.push_back(&xs[i]);
+    din.push_back(wanted.at(i) ? &dxs[i] : nullptr);
+  }
+  layer->backward(in, y, dy, din, ctx);
 }
 
 void Harness::zeroGrads() {
@@ -98,11 +119,16 @@ GradCheckResult gradCheck(Harness& h, Rng& rng, const LayerContext& ctx, float e
     copy.copyFrom(g);
     analytic.push_back(copy);
   }
-  Tensor dx = Tensor::empty(h.dx.shape());
-  dx.copyFrom(h.dx);
+  std::vector<Tensor> dxs;
+  for (const Tensor& d : h.dxs) {
+    dxs.push_back(Tensor::empty(d.shape()));
+    dxs.back().copyFrom(d);
+  }
 
   GradCheckResult result;
-  checkTensor(h, "input", h.x, dx, rng, ctx, eps, atol, rtol, max_per_tensor, result);
+  for (size_t i = 0; i < h.xs.size(); ++i)
+    checkTensor(h, h.xs.size() == 1 ? "input" : "input " + std::to_string(i), h.xs[i], dxs[i], rng, ctx, eps,
+                atol, rtol, max_per_tensor, result);
   const std::vector<ParamSpec> specs = h.layer->paramSpecs();
   for (size_t k = 0; k < h.params.size(); ++k)
     checkTensor(h, specs[k].name, h.params[k], analytic[k], rng, ctx, eps, atol, rtol, max_per_tensor,

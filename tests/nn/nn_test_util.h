@@ -37,18 +37,25 @@ class Rng {
 void fillDistinct(Tensor& t, Rng& rng, float gap = 0.05f);
 
 // Owns one layer and everything it needs: random parameters (biases too, so
-// their gradients are exercised), zeroed gradients, input, output, gradients.
+// their gradients are exercised), zeroed gradients, inputs, output, gradients.
+// A layer of several inputs (add, concat) gets one x and dx per input in xs
+// and dxs; x, dx and in_shape are the first input's (the same memory).
 struct Harness {
   std::unique_ptr<Layer> layer;
   Shape in_shape, out_shape;
+  std::vector<Shape> in_shapes;
   int64_t batch = 0;
   std::vector<Tensor> params, grads;
+  std::vector<Tensor> xs, dxs;
   Tensor x, y, dy, dx;
 
   Harness(std::unique_ptr<Layer> l, const Shape& input, int64_t n, Rng& rng);
+  Harness(std::unique_ptr<Layer> l, const std::vector<Shape>& inputs, int64_t n, Rng& rng);
   void forward(const LayerContext& ctx = {});
-  // dx receives the input gradient unless want_dx is false (then din is null).
+  // dxs receive the input gradients unless want_dx is false (then every din is null).
   void backward(const LayerContext& ctx = {}, bool want_dx = true);
+  // Input i's gradient goes to dxs[i] where wanted[i], else its din is null.
+  void backwardFor(const std::vector<bool>& wanted, const LayerContext& ctx = {});
   void zeroGrads();
 };
 
@@ -61,7 +68,7 @@ struct GradCheckResult {
   int64_t checked = 0;
 };
 
-// Checks the harness's input gradient and every parameter gradient against
+// Checks the harness's input gradients and every parameter gradient against
 // central differences of L = sum(y * R) for a fixed random R. Every element is
 // checked when a tensor has at most max_per_tensor elements, else a random
 // sample of that many. See gradcheck_test.cpp for the choice of eps and tolerances.

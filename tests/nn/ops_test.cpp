@@ -188,3 +188,45 @@ TEST_CASE("weightGradRows matches a direct sum, with and without the relu mask a
           CHECK(worst < 1e-4);
         }
 }
+
+TEST_CASE("softmaxCrossEntropy: label smoothing loss against the smoothed target, gradient by differences") {
+  Rng rng(37);
+  const int64_t n = 4, classes = 5;
+  const float s = 0.1f;
+  std::vector<float> z(n * classes), d(n * classes);
+  for (float& v : z) v = 1.5f * rng.normal();
+  std::vector<int32_t> labels = {4, 0, 2, 2};
+  int64_t correct = 0;
+  const double loss =
+      ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 0.25f, d.data(), &correct, s);
+  // Reference: -sum_c q_c log p_c with q = 0.9 onehot + 0.02 everywhere.
+  double expected = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[r * classes + c]));
+    for (int64_t c = 0; c < classes; ++c) {
+      const double q = (c == labels[r] ? 1.0 - s : 0.0) + s / classes;
+      const double p = std::exp(static_cast<double>(z[r * classes + c])) / sum;
+      expected -= q * std::log(p);
+      CHECK(d[r * classes + c] == doctest::Approx((p - q) * 0.25).epsilon(1e-6).scale(1e-6));
+    }
+  }
+  CHECK(loss == doctest::Approx(expected).epsilon(1e-7));
+  // The smoothed loss is larger than the plain one for confident rows, and the
+  // plain one is the smoothing-0 case exactly.
+  CHECK(ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr, 0.0f) ==
+        ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr));
+  const float eps = 1e-3f;
+  ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, d.data(), nullptr, s);
+  for (size_t i = 0; i < z.size(); ++i) {
+    const float saved = z[i];
+    z[i] = saved + eps;
+    const double plus =
+        ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr, s);
+    z[i] = saved - eps;
+    const double minus =
+        ops::softmaxCrossEntropy(z.data(), labels.data(), n, classes, 1.0f, nullptr, nullptr, s);
+    z[i] = saved;
+    CHECK(d[i] == doctest::Approx((plus - minus) / (2.0 * eps)).epsilon(2e-3).scale(1.0));
+  }
+}

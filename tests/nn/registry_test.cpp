@@ -32,8 +32,9 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 }  // namespace
 
 TEST_CASE("registry lists the built-in types") {
-  const std::vector<std::string> expected = {"avg_pool", "conv2d",          "dense",    "dropout",
-                                             "flatten",  "global_avg_pool", "max_pool", "relu"};
+  const std::vector<std::string> expected = {
+      "add",     "avg_pool", "batch_norm",      "concat",   "conv2d", "dense", "depthwise_conv2d",
+      "dropout", "flatten",  "global_avg_pool", "max_pool", "relu",   "relu6"};
   CHECK(builtinLayers().types() == expected);
   for (const std::string& t : expected) CHECK(builtinLayers().has(t));
 }
@@ -42,7 +43,9 @@ TEST_CASE("registry: unknown type lists the known ones") {
   const std::string msg = configError("conv", opts("c1", "conv", {}));
   CHECK(contains(msg, "unknown layer type 'conv' for layer 'c1'"));
   CHECK(contains(
-      msg, "; known types: avg_pool, conv2d, dense, dropout, flatten, global_avg_pool, max_pool, relu"));
+      msg,
+      "; known types: add, avg_pool, batch_norm, concat, conv2d, dense, depthwise_conv2d, dropout, flatten, "
+      "global_avg_pool, max_pool, relu, relu6"));
   CHECK(contains(msg, "did you mean 'conv2d'"));
   CHECK(contains(msg, "job.toml:30:1"));
 }

@@ -10,7 +10,7 @@
 namespace dtrain::ops {
 
 double softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
-                           float grad_scale, float* dlogits, int64_t* correct) {
+                           float grad_scale, float* dlogits, int64_t* correct, float smoothing) {
   // Validate every label first so a bad batch leaves no partial results.
   for (int64_t r = 0; r < n; ++r)
     if (labels[r] < 0 || labels[r] >= classes)
@@ -19,6 +19,8 @@ double softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n
                   std::to_string(classes - 1) + ")");
   double total = 0.0;
   int64_t hits = 0;
+  const double spread = static_cast<double>(smoothing) / static_cast<double>(classes);  // q_c off the label
+  const double on_label = 1.0 - static_cast<double>(smoothing);                         // + spread on it
   for (int64_t r = 0; r < n; ++r) {
     const float* z = logits + r * classes;
     int64_t best = 0;
@@ -26,16 +28,22 @@ double softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n
       if (z[c] > z[best]) best = c;
     const double zmax = z[best];
     double sum = 0.0;
-    for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c]) - zmax);
+    double shifted_sum = 0.0;  // sum_c (z_c - zmax), for the smoothed part of the target
+    for (int64_t c = 0; c < classes; ++c) {
+      sum += std::exp(static_cast<double>(z[c]) - zmax);
+      shifted_sum += static_cast<double>(z[c]) - zmax;
+    }
     const int32_t label = labels[r];
-    total += std::log(sum) - (static_cast<double>(z[label]) - zmax);
+    // -sum_c q_c (z_c - zmax - log sum), with sum_c q_c = 1.
+    total += std::log(sum) - on_label * (static_cast<double>(z[label]) - zmax) -
+             (smoothing != 0.0f ? spread * shifted_sum : 0.0);
     hits += best == label;
     if (dlogits) {
       float* d = dlogits + r * classes;
       const double inv = 1.0 / sum;
       for (int64_t c = 0; c < classes; ++c) {
         const double p = std::exp(static_cast<double>(z[c]) - zmax) * inv;
-        d[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * grad_scale);
+        d[c] = static_cast<float>((p - spread - (c == label ? on_label : 0.0)) * grad_scale);
       }
     }
   }

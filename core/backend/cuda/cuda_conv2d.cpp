@@ -10,7 +10,10 @@ CudaConv2d::CudaConv2d(const Conv2d& cpu, CudaContext& ctx) : Conv2d(cpu.name(),
 CudaConv2d::~CudaConv2d() = default;
 
 CudnnConv& CudaConv2d::conv() {
-  if (!conv_) conv_ = std::make_unique<CudnnConv>(geom_, config_.filters, ctx_.tf32(), kConvWorkspaceLimit);
+  // After setup(), which fixes a depthwise layer's filters and groups.
+  if (!conv_)
+    conv_ =
+        std::make_unique<CudnnConv>(geom_, config_.filters, ctx_.tf32(), kConvWorkspaceLimit, config_.groups);
   return *conv_;
 }
 

@@ -1,12 +1,14 @@
-// conv2d on a GPU: the CPU layer's configuration, shapes and parameters
-// (core/nn/layers/conv2d.h), convolved by cuDNN (algorithms chosen once per
-// batch size, workspace bounded by kConvWorkspaceLimit), bias and a fused relu
-// by the backend's kernels, all on the device's compute stream.
+// conv2d and depthwise_conv2d on a GPU: the CPU layer's configuration,
+// shapes and parameters (core/nn/layers/conv2d.h), convolved by cuDNN (groups
+// through its group count; algorithms chosen once per batch size, workspace
+// bounded by kConvWorkspaceLimit), bias and a fused relu by the backend's
+// kernels, all on the device's compute stream.
 #pragma once
 #include <memory>
 
 #include "core/backend/cuda/cuda_context.h"
 #include "core/nn/layers/conv2d.h"
+#include "core/nn/layers/depthwise_conv2d.h"  // cuda_layers makes both types with this class
 #include "core/nn/layers/scratch.h"
 
 namespace dtrain {

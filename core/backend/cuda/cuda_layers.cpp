@@ -1,11 +1,15 @@
 #include "core/backend/cuda/cuda_layers.h"
 
+#include "core/backend/cuda/cuda_add.h"
+#include "core/backend/cuda/cuda_batch_norm.h"
+#include "core/backend/cuda/cuda_concat.h"
 #include "core/backend/cuda/cuda_conv2d.h"
 #include "core/backend/cuda/cuda_dense.h"
 #include "core/backend/cuda/cuda_dropout.h"
 #include "core/backend/cuda/cuda_global_avg_pool.h"
 #include "core/backend/cuda/cuda_pool.h"
 #include "core/backend/cuda/cuda_relu.h"
+#include "core/backend/cuda/cuda_relu6.h"
 #include "core/errors.h"
 #include "core/nn/layers/flatten.h"
 
@@ -34,8 +38,12 @@ LayerRegistry cudaLayers(CudaContext& ctx) {
       return std::unique_ptr<Layer>();
     });
   }
+  r.add("add", onGpu<Add, CudaAdd>(ctx));
   r.add("avg_pool", onGpu<AvgPool, CudaAvgPool>(ctx));
+  r.add("batch_norm", onGpu<BatchNorm, CudaBatchNorm>(ctx));
+  r.add("concat", onGpu<Concat, CudaConcat>(ctx));
   r.add("conv2d", onGpu<Conv2d, CudaConv2d>(ctx));
+  r.add("depthwise_conv2d", onGpu<DepthwiseConv2d, CudaConv2d>(ctx));
   r.add("dense", onGpu<Dense, CudaDense>(ctx));
   r.add("dropout", onGpu<Dropout, CudaDropout>(ctx));
   // flatten only copies, and Tensor::copyFrom works on any device (the model
@@ -44,6 +52,7 @@ LayerRegistry cudaLayers(CudaContext& ctx) {
   r.add("global_avg_pool", onGpu<GlobalAvgPool, CudaGlobalAvgPool>(ctx));
   r.add("max_pool", onGpu<MaxPool, CudaMaxPool>(ctx));
   r.add("relu", onGpu<Relu, CudaRelu>(ctx));
+  r.add("relu6", onGpu<Relu6, CudaRelu6>(ctx));
   return r;
 }
 

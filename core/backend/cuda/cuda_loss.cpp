@@ -16,7 +16,7 @@ CudaLoss::CudaLoss(CudaContext& ctx, int64_t classes) : ctx_(ctx), classes_(clas
 }
 
 void CudaLoss::queue(const float* logits, const int32_t* host_labels, int64_t n, float grad_scale,
-                     float* dlogits) {
+                     float* dlogits, float smoothing) {
   if (n <= 0) return;
   if (n > labels_capacity_) {
     labels_ = ctx_.allocate(static_cast<size_t>(n) * sizeof(int32_t));
@@ -28,7 +28,8 @@ void CudaLoss::queue(const float* logits, const int32_t* host_labels, int64_t n,
             "upload labels");
   auto* sums = static_cast<Sums*>(sums_.get());
   cuda::softmaxCrossEntropy(logits, static_cast<const int32_t*>(labels_.get()), n, classes_, grad_scale,
-                            dlogits, &sums->loss_sum, &sums->correct, &sums->bad_label, ctx_.stream());
+                            dlogits, &sums->loss_sum, &sums->correct, &sums->bad_label, ctx_.stream(),
+                            smoothing);
   checkCuda(cudaGetLastError(), "launch the loss kernel");
   samples_ += n;
 }

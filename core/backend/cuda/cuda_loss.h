@@ -11,8 +11,8 @@ namespace dtrain {
 class CudaLoss : public DeviceLoss {
  public:
   CudaLoss(CudaContext& ctx, int64_t classes);
-  void queue(const float* logits, const int32_t* host_labels, int64_t n, float grad_scale,
-             float* dlogits) override;
+  void queue(const float* logits, const int32_t* host_labels, int64_t n, float grad_scale, float* dlogits,
+             float smoothing) override;
   LossSums read() override;
 
  private:

@@ -117,7 +117,11 @@ bool chooseAlgorithm(const std::vector<Perf>& ranked, bool allow_tf32, size_t li
   return false;
 }
 
-const ops::Window2d& validated(const ops::Window2d& g, int64_t filters) {
+const ops::Window2d& validated(const ops::Window2d& g, int64_t filters, int64_t groups) {
+  if (groups < 1 || g.channels % groups != 0 || filters % groups != 0)
+    throw ShapeError("cuDNN convolution: " + std::to_string(groups) + " groups must divide the " +
+                     std::to_string(g.channels) + " input channels and the " + std::to_string(filters) +
+                     " filters");
   const bool ok = g.channels > 0 && g.height > 0 && g.width > 0 && g.kernel_h > 0 && g.kernel_w > 0 &&
                   g.stride_h > 0 && g.stride_w > 0 && g.pad_h >= 0 && g.pad_w >= 0 && filters > 0 &&
                   g.height + 2 * g.pad_h >= g.kernel_h && g.width + 2 * g.pad_w >= g.kernel_w;
@@ -131,12 +135,12 @@ const ops::Window2d& validated(const ops::Window2d& g, int64_t filters) {
   return g;
 }
 
-std::string describeConv(const ops::Window2d& g, int64_t filters) {
+std::string describeConv(const ops::Window2d& g, int64_t filters, int64_t groups) {
   auto pair = [](int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b); };
   return "conv " + std::to_string(g.channels) + "x" + pair(g.height, g.width) + " -> " +
          std::to_string(filters) + "x" + pair(g.outHeight(), g.outWidth()) + ", kernel " +
          pair(g.kernel_h, g.kernel_w) + ", stride " + pair(g.stride_h, g.stride_w) + ", padding " +
-         pair(g.pad_h, g.pad_w);
+         pair(g.pad_h, g.pad_w) + (groups > 1 ? ", " + std::to_string(groups) + " groups" : "");
 }
 
 }  // namespace
@@ -152,16 +156,18 @@ struct CudnnConv::Plan {
   AlgoChoice<cudnnConvolutionBwdFilterAlgo_t> filter;
 };
 
+// geom_ is initialised first (declaration order), so the groups are checked
+// before the filter descriptor divides by them.
 CudnnConv::CudnnConv(const ops::Window2d& geom, int64_t filters, bool allow_tf32,
-                     size_t workspace_limit_bytes)
-    : geom_(validated(geom, filters)),
+                     size_t workspace_limit_bytes, int64_t groups)
+    : geom_(validated(geom, filters, groups)),
       filters_(filters),
       allow_tf32_(allow_tf32),
       workspace_limit_(workspace_limit_bytes),
-      describe_(describeConv(geom, filters)),
-      filter_(filters, geom.channels, geom.kernel_h, geom.kernel_w),
+      describe_(describeConv(geom, filters, groups)),
+      filter_(filters, geom.channels / groups, geom.kernel_h, geom.kernel_w),
       conv_(geom.pad_h, geom.pad_w, geom.stride_h, geom.stride_w,
-            allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH) {}
+            allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH, groups) {}
 
 CudnnConv::~CudnnConv() = default;
 

@@ -36,9 +36,12 @@ namespace dtrain {
 
 class CudnnConv {
  public:
-  // geom: the input [C,H,W], kernel, stride and padding; filters: F. Throws
-  // ShapeError for a geometry without output.
-  CudnnConv(const ops::Window2d& geom, int64_t filters, bool allow_tf32, size_t workspace_limit_bytes);
+  // geom: the input [C,H,W], kernel, stride and padding; filters: F; groups:
+  // G (weights [F, C/G, kh, kw]; group g's filters read only its C/G
+  // channels). Throws ShapeError for a geometry without output or a G that
+  // does not divide C and F.
+  CudnnConv(const ops::Window2d& geom, int64_t filters, bool allow_tf32, size_t workspace_limit_bytes,
+            int64_t groups = 1);
   ~CudnnConv();
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
@@ -52,13 +55,13 @@ class CudnnConv {
   // The passes below choose the algorithms for n if workspaceBytes(n) has not,
   // and throw DeviceError when workspace_bytes < workspaceBytes(n). A batch of
   // 0 does nothing; a negative one throws ShapeError.
-  // y [n,F,Ho,Wo] = conv(x [n,C,H,W], w [F,C,kh,kw]), overwriting y. No bias.
+  // y [n,F,Ho,Wo] = conv(x [n,C,H,W], w [F,C/G,kh,kw]), overwriting y. No bias.
   void forward(cudnnHandle_t handle, const float* x, const float* w, float* y, int64_t n, void* workspace,
                size_t workspace_bytes);
   // dx [n,C,H,W] = the input gradient from dy [n,F,Ho,Wo], overwriting dx.
   void backwardData(cudnnHandle_t handle, const float* w, const float* dy, float* dx, int64_t n,
                     void* workspace, size_t workspace_bytes);
-  // dw [F,C,kh,kw] += the weight gradient (accumulates).
+  // dw [F,C/G,kh,kw] += the weight gradient (accumulates).
   void backwardFilter(cudnnHandle_t handle, const float* x, const float* dy, float* dw, int64_t n,
                       void* workspace, size_t workspace_bytes);
 
@@ -68,7 +71,8 @@ class CudnnConv {
   std::string algorithms(int64_t n) const;
   // How many times algorithms were chosen (once per batch size seen).
   int64_t searches() const { return searches_; }
-  // "conv 5x11x11 -> 7x11x11, kernel 3x3, stride 1x1, padding 1x1", for messages.
+  // "conv 5x11x11 -> 7x11x11, kernel 3x3, stride 1x1, padding 1x1" (and
+  // ", 4 groups" when grouped), for messages.
   const std::string& describe() const { return describe_; }
 
  private:

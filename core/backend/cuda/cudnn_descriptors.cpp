@@ -44,7 +44,8 @@ CudnnFilterDescriptor::CudnnFilterDescriptor(int64_t filters, int64_t channels, 
 }
 
 CudnnConvolutionDescriptor::CudnnConvolutionDescriptor(int64_t pad_h, int64_t pad_w, int64_t stride_h,
-                                                       int64_t stride_w, cudnnMathType_t math) {
+                                                       int64_t stride_w, cudnnMathType_t math,
+                                                       int64_t groups) {
   if (pad_h < 0 || pad_w < 0 || pad_h > kIntMax || pad_w > kIntMax || stride_h < 1 || stride_w < 1 ||
       stride_h > kIntMax || stride_w > kIntMax)
     throw DeviceError("cuDNN: convolution padding " + std::to_string(pad_h) + "x" + std::to_string(pad_w) +
@@ -54,6 +55,10 @@ CudnnConvolutionDescriptor::CudnnConvolutionDescriptor(int64_t pad_h, int64_t pa
                                              static_cast<int>(stride_h), static_cast<int>(stride_w), 1, 1,
                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
              "describe a convolution");
+  if (groups < 1 || groups > kIntMax)
+    throw DeviceError("cuDNN: convolution groups " + std::to_string(groups) + " out of range (>= 1)");
+  checkCudnn(cudnnSetConvolutionGroupCount(get(), static_cast<int>(groups)),
+             ("set a convolution's group count to " + std::to_string(groups)).c_str());
   setMathType(math);
 }
 

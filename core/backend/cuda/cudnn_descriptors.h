@@ -48,7 +48,8 @@ class CudnnTensorDescriptor : public CudnnDescriptor<cudnnTensorDescriptor_t, cu
   CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w);
 };
 
-// Convolution weights [filters, channels, kh, kw], fp32.
+// Convolution weights [filters, channels, kh, kw], fp32 (channels per group
+// for a grouped convolution).
 class CudnnFilterDescriptor : public CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
                                                      cudnnDestroyFilterDescriptor> {
  public:
@@ -56,13 +57,14 @@ class CudnnFilterDescriptor : public CudnnDescriptor<cudnnFilterDescriptor_t, cu
 };
 
 // A 2-D cross-correlation (the layer's meaning of convolution: the kernel is
-// not flipped), no dilation, fp32 accumulation.
+// not flipped), no dilation, fp32 accumulation; `groups` > 1 splits the
+// channels and filters into that many independent convolutions.
 class CudnnConvolutionDescriptor
     : public CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                              cudnnDestroyConvolutionDescriptor> {
  public:
   CudnnConvolutionDescriptor(int64_t pad_h, int64_t pad_w, int64_t stride_h, int64_t stride_w,
-                             cudnnMathType_t math);
+                             cudnnMathType_t math, int64_t groups = 1);
   // The math type travels with the descriptor, and an algorithm is chosen
   // together with one, so each call sets the math type its algorithm was chosen with.
   void setMathType(cudnnMathType_t math);

@@ -45,8 +45,10 @@ __device__ double warpSum(double v) {
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     softmaxCrossEntropyKernel(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
-                              float grad_scale, float* dlogits, double* loss_sum, unsigned long long* correct,
-                              int* bad_label) {
+                              float grad_scale, float smoothing, float* dlogits, double* loss_sum,
+                              unsigned long long* correct, int* bad_label) {
+  const double spread = static_cast<double>(smoothing) / static_cast<double>(classes);
+  const double on_label = 1.0 - static_cast<double>(smoothing);
   __shared__ double warp_loss[kWarpsPerBlock];
   __shared__ unsigned long long warp_hits[kWarpsPerBlock];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -67,18 +69,22 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
     const long long best = firstMaxIndex(z, classes, lane);
     const double zmax = z[best];
-    double partial = 0.0;
-    for (int64_t c = lane; c < classes; c += 32) partial += exp(static_cast<double>(z[c]) - zmax);
+    double partial = 0.0, shifted = 0.0;
+    for (int64_t c = lane; c < classes; c += 32) {
+      partial += exp(static_cast<double>(z[c]) - zmax);
+      shifted += static_cast<double>(z[c]) - zmax;
+    }
     const double sum = warpSum(partial);
+    const double shifted_sum = smoothing != 0.0f ? warpSum(shifted) : 0.0;
     if (lane == 0) {
-      loss += log(sum) - (static_cast<double>(z[label]) - zmax);
+      loss += log(sum) - on_label * (static_cast<double>(z[label]) - zmax) - spread * shifted_sum;
       hits += best == label ? 1 : 0;
     }
     if (d) {
       const double inv = 1.0 / sum;
       for (int64_t c = lane; c < classes; c += 32) {
         const double p = exp(static_cast<double>(z[c]) - zmax) * inv;
-        d[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * grad_scale);
+        d[c] = static_cast<float>((p - spread - (c == label ? on_label : 0.0)) * grad_scale);
       }
     }
   }
@@ -103,11 +109,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 
 void softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
                          float grad_scale, float* dlogits, double* loss_sum, unsigned long long* correct,
-                         int* bad_label, cudaStream_t stream) {
+                         int* bad_label, cudaStream_t stream, float smoothing) {
   if (n <= 0) return;  // (classes <= 0 needs nothing special: every label is then out of range)
   const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
   softmaxCrossEntropyKernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
-      logits, labels, n, classes, grad_scale, dlogits, loss_sum, correct, bad_label);
+      logits, labels, n, classes, grad_scale, smoothing, dlogits, loss_sum, correct, bad_label);
 }
 
 }  // namespace dtrain::cuda

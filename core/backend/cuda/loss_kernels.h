@@ -11,7 +11,8 @@ namespace dtrain::cuda {
 // Over n rows of `classes` logits:
 //   *loss_sum += the sum of the per-sample losses (double);
 //   *correct  += the number of rows whose first maximal logit is the label;
-//   dlogits (may be null) is written with (softmax - onehot(label)) * grad_scale;
+//   dlogits (may be null) is written with (softmax - q) * grad_scale, q the
+//   label-smoothed target (1 - smoothing) * onehot(label) + smoothing / classes;
 //   *bad_label = 1 when some label lies outside [0, classes): such a row adds
 //   nothing to the loss or the count and gets a zero gradient (the CPU throws
 //   instead; the caller reads the flag and reports the error).
@@ -24,6 +25,6 @@ namespace dtrain::cuda {
 // last bits (about 1e-16 relative). The count is exact either way.
 void softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
                          float grad_scale, float* dlogits, double* loss_sum, unsigned long long* correct,
-                         int* bad_label, cudaStream_t stream);
+                         int* bad_label, cudaStream_t stream, float smoothing = 0.0f);
 
 }  // namespace dtrain::cuda

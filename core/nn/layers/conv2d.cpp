@@ -22,9 +22,14 @@ constexpr int64_t kUnpackedMaxWeights = 8192;
 
 Conv2d::Conv2d(std::string name, Conv2dConfig config) : Layer(std::move(name)), config_(config) {
   const Conv2dConfig& c = config_;
-  if (c.filters <= 0 || c.kernel_h <= 0 || c.kernel_w <= 0 || c.stride_h <= 0 || c.stride_w <= 0 ||
-      c.pad_h < 0 || c.pad_w < 0)
-    throw ConfigError(layer_util::label(*this) + ": filters, kernel and stride must be > 0 and padding >= 0");
+  const bool depthwise = c.depth_multiplier > 0;  // filters and groups follow the input
+  if ((!depthwise && (c.filters <= 0 || c.groups <= 0)) || c.depth_multiplier < 0 || c.kernel_h <= 0 ||
+      c.kernel_w <= 0 || c.stride_h <= 0 || c.stride_w <= 0 || c.pad_h < 0 || c.pad_w < 0)
+    throw ConfigError(layer_util::label(*this) +
+                      ": filters, groups, kernel and stride must be > 0 and padding >= 0");
+  if (!depthwise && c.filters % c.groups != 0)
+    throw ConfigError(layer_util::label(*this) + ": filters " + std::to_string(c.filters) +
+                      " are not divisible by groups " + std::to_string(c.groups));
 }
 
 std::unique_ptr<Layer> Conv2d::create(const std::string& name, const LayerOptions& options,
@@ -35,6 +40,13 @@ std::unique_ptr<Layer> Conv2d::create(const std::string& name, const LayerOption
   std::tie(c.kernel_h, c.kernel_w) = layer_util::readPositivePair(options, "kernel", {3, 3});
   std::tie(c.stride_h, c.stride_w) = layer_util::readPositivePair(options, "stride", {1, 1});
   std::tie(c.pad_h, c.pad_w) = layer_util::readPositivePair(options, "padding", {0, 0}, true);
+  c.groups = options.getInt("groups", 1);
+  if (c.groups <= 0) options.fail("groups", "groups must be > 0 (got " + std::to_string(c.groups) + ")");
+  // The input channels are known only in setup(), which checks them the same way.
+  if (c.filters % c.groups != 0)
+    options.fail("groups", "filters " + std::to_string(c.filters) + " are not divisible by groups " +
+                               std::to_string(c.groups) +
+                               "; groups must divide the filters and the input channels");
   c.bias = options.getBool("bias", true);
   c.init = layer_util::readInit(options, defaults);
   options.finish();
@@ -46,6 +58,14 @@ Shape Conv2d::setup(const std::vector<Shape>& inputs) {
   if (s.rank() != 3)
     throw ShapeError(layer_util::label(*this) + " expects an input [channels,height,width], got " + s.str());
   const Conv2dConfig& c = config_;
+  if (c.depth_multiplier > 0) {
+    config_.groups = s[0];
+    config_.filters = s[0] * c.depth_multiplier;
+  }
+  if (s[0] % c.groups != 0)
+    throw ShapeError(layer_util::label(*this) + ": input channels " + std::to_string(s[0]) +
+                     " are not divisible by groups " + std::to_string(c.groups) +
+                     "; groups must divide the filters and the input channels");
   if (s[1] + 2 * c.pad_h < c.kernel_h || s[2] + 2 * c.pad_w < c.kernel_w)
     throw ShapeError(layer_util::label(*this) + ": kernel " + layer_util::pairText(c.kernel_h, c.kernel_w) +
                      " with padding " + layer_util::pairText(c.pad_h, c.pad_w, true) +
@@ -53,36 +73,51 @@ Shape Conv2d::setup(const std::vector<Shape>& inputs) {
   geom_ = ops::Window2d{s[0], s[1], s[2], c.kernel_h, c.kernel_w, c.stride_h, c.stride_w, c.pad_h, c.pad_w};
   pointwise_ = c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 && c.pad_h == 0 &&
                c.pad_w == 0;
-  const bool winograd_ok = ops::winogradSupported(geom_);
+  const bool winograd_ok = c.groups == 1 && ops::winogradSupported(geom_);
+  const bool depthwise_ok = c.groups == geom_.channels;  // then filters = C * (filters / C)
   switch (c.algo) {
     case ConvAlgo::Auto:
-      algo_ = winograd_ok && geom_.channels >= kWinogradMinChannels ? ConvAlgo::Winograd : ConvAlgo::Im2col;
+      if (c.groups > 1)
+        algo_ = depthwise_ok ? ConvAlgo::Depthwise : ConvAlgo::Im2col;
+      else
+        algo_ = winograd_ok && geom_.channels >= kWinogradMinChannels ? ConvAlgo::Winograd : ConvAlgo::Im2col;
       break;
     case ConvAlgo::Winograd:
       if (!winograd_ok)
-        throw ShapeError(layer_util::label(*this) +
-                         ": the Winograd algorithm needs a 3x3 stride-1 kernel with padding <= 2");
+        throw ShapeError(
+            layer_util::label(*this) +
+            ": the Winograd algorithm needs groups 1 and a 3x3 stride-1 kernel with padding <= 2");
       algo_ = ConvAlgo::Winograd;
+      break;
+    case ConvAlgo::Depthwise:
+      if (!depthwise_ok)
+        throw ShapeError(
+            layer_util::label(*this) + ": the depthwise algorithm needs groups = input channels (" +
+            std::to_string(c.groups) + " groups, " + std::to_string(geom_.channels) + " channels)");
+      algo_ = ConvAlgo::Depthwise;
       break;
     case ConvAlgo::Im2col:
       algo_ = ConvAlgo::Im2col;
       break;
   }
-  // The products' inner dimension: im2col's C*kh*kw, Winograd's C (forward)
-  // and filters (input gradient); their small operand: the (transformed) weights.
+  // The products' inner dimension: im2col's C/groups*kh*kw, Winograd's C
+  // (forward) and filters (input gradient); their small operand: the
+  // (transformed) weights of one group.
+  const int64_t group_channels = geom_.channels / c.groups, group_filters = c.filters / c.groups;
   const int64_t inner = algo_ == ConvAlgo::Winograd ? std::max(geom_.channels, c.filters)
-                                                    : geom_.channels * c.kernel_h * c.kernel_w;
-  const int64_t weights = c.filters * (algo_ == ConvAlgo::Winograd ? geom_.channels : inner);
+                                                    : group_channels * c.kernel_h * c.kernel_w;
+  const int64_t weights = group_filters * (algo_ == ConvAlgo::Winograd ? geom_.channels : inner);
   unpacked_ = inner <= kUnpackedMaxInner && weights <= kUnpackedMaxWeights;
   return Shape{c.filters, geom_.outHeight(), geom_.outWidth()};
 }
 
 std::vector<ParamSpec> Conv2d::paramSpecs() const {
   const Conv2dConfig& c = config_;
-  const int64_t area = c.kernel_h * c.kernel_w;
-  const int64_t fan_in = geom_.channels * area, fan_out = c.filters * area;
+  const int64_t area = c.kernel_h * c.kernel_w, group_channels = geom_.channels / c.groups;
+  // Each output reads C/groups channels; each input feeds filters/groups filters.
+  const int64_t fan_in = group_channels * area, fan_out = c.filters / c.groups * area;
   std::vector<ParamSpec> specs{
-      {"weight", Shape{c.filters, geom_.channels, c.kernel_h, c.kernel_w}, c.init, fan_in, fan_out}};
+      {"weight", Shape{c.filters, group_channels, c.kernel_h, c.kernel_w}, c.init, fan_in, fan_out}};
   if (c.bias) specs.push_back({"bias", Shape{c.filters}, InitKind::Zeros, fan_in, fan_out});
   return specs;
 }
@@ -106,6 +141,10 @@ void Conv2d::forward(const std::vector<const Tensor*>& in, Tensor& out, const La
   const int64_t n = in[0]->dim(0);
   if (algo_ == ConvAlgo::Winograd)
     forwardWinograd(in[0]->data(), n, out.data());
+  else if (algo_ == ConvAlgo::Depthwise)
+    forwardDepthwise(in[0]->data(), n, out.data());
+  else if (config_.groups > 1)
+    forwardGrouped(in[0]->data(), n, out.data());
   else
     forwardIm2col(in[0]->data(), n, out.data());
 }
@@ -116,22 +155,30 @@ void Conv2d::backward(const std::vector<const Tensor*>& in, const Tensor& out, c
   float* dx = din[0] ? din[0]->data() : nullptr;
   if (algo_ == ConvAlgo::Winograd)
     backwardWinograd(in[0]->data(), out.data(), dout.data(), n, dx);
+  else if (algo_ == ConvAlgo::Depthwise)
+    backwardDepthwise(in[0]->data(), out.data(), dout.data(), n, dx);
+  else if (config_.groups > 1)
+    backwardGrouped(in[0]->data(), out.data(), dout.data(), n, dx);
   else
     backwardIm2col(in[0]->data(), out.data(), dout.data(), n, dx);
 }
 
 int64_t Conv2d::forwardFlops() const {
   const int64_t outputs = config_.filters * geom_.outPlane();
-  return 2 * outputs * geom_.channels * geom_.kernel_h * geom_.kernel_w + (config_.bias ? outputs : 0) +
-         (relu_ ? outputs : 0);
+  return 2 * outputs * (geom_.channels / config_.groups) * geom_.kernel_h * geom_.kernel_w +
+         (config_.bias ? outputs : 0) + (relu_ ? outputs : 0);
 }
 
 std::string Conv2d::describe() const {
   const Conv2dConfig& c = config_;
   std::string s = layer_util::pairText(c.kernel_h, c.kernel_w) + " s" +
                   layer_util::pairText(c.stride_h, c.stride_w, true) + " p" +
-                  layer_util::pairText(c.pad_h, c.pad_w, true) + ", " + std::to_string(c.filters) +
-                  " filters";
+                  layer_util::pairText(c.pad_h, c.pad_w, true) + ", ";
+  if (c.depth_multiplier > 0)
+    s += "depth multiplier " + std::to_string(c.depth_multiplier);
+  else
+    s += std::to_string(c.filters) + " filters" +
+         (c.groups > 1 ? ", " + std::to_string(c.groups) + " groups" : "");
   if (!c.bias) s += ", no bias";
   if (relu_) s += ", relu fused";
   return s;

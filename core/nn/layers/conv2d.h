@@ -1,19 +1,29 @@
 // conv2d: 2-D cross-correlation over NCHW samples, as PyTorch's Conv2d.
-// Weight [filters, C, kh, kw], bias [filters]; input [C,H,W] -> output
+// Weight [filters, C/groups, kh, kw], bias [filters]; input [C,H,W] -> output
 // [filters, Ho, Wo]. Options: filters (required, > 0), kernel (int or pair,
-// default 3), stride (default 1), padding (default 0), bias (default true),
-// init ("he" | "glorot", default from the model).
+// default 3), stride (default 1), padding (default 0), groups (default 1;
+// must divide the input channels and the filters: group g's filters see only
+// its C/groups channels), bias (default true), init ("he" | "glorot", default
+// from the model).
+//
+// depthwise_conv2d (Keras' DepthwiseConv2D; core/nn/layers/depthwise_conv2d.h)
+// is this layer with groups = C and filters = C * depth_multiplier, fixed in
+// setup() from the input (Conv2dConfig::depth_multiplier > 0).
 //
 // Algorithms (chosen in setup()):
-//   winograd  3x3 stride 1 with at least 4 input channels: F(2x2,3x3)
-//             transforms + 16 products per chunk of samples, 2.25x fewer
-//             multiplies than direct (conv2d_winograd.cpp).
+//   winograd  groups 1, 3x3 stride 1 with at least 4 input channels:
+//             F(2x2,3x3) transforms + 16 products per chunk of samples, 2.25x
+//             fewer multiplies than direct (conv2d_winograd.cpp).
+//   depthwise groups = C: a direct kernel per plane, vectorised for 3x3
+//             padding 1 stride 1 and 2 (core/backend/depthwise_ops.h;
+//             conv2d_grouped.cpp).
 //   im2col    everything else, per sample: im2col + one product; a 1x1
 //             stride-1 unpadded kernel uses the input itself as the col
-//             matrix (conv2d_im2col.cpp).
+//             matrix (conv2d_im2col.cpp); with groups > 1 one im2col and
+//             product per group (conv2d_grouped.cpp).
 // Small products (few channels, as in a first layer) skip OpenBLAS's packing
-// (ops::gemmUnpacked, ops::weightGradRows). Both algorithms fuse the bias
-// (and a fused relu) into the pass that writes the output, and skip the
+// (ops::gemmUnpacked, ops::weightGradRows). Every algorithm fuses the bias
+// (and a fused relu) into the pass that writes the output, and skips the
 // input gradient when din is null (the first layer).
 //
 // Ownership and threading: as every Layer; scratch buffers are per instance.
@@ -25,13 +35,16 @@
 
 namespace dtrain {
 
-enum class ConvAlgo { Auto, Im2col, Winograd };
+enum class ConvAlgo { Auto, Im2col, Winograd, Depthwise };
 
 struct Conv2dConfig {
-  int64_t filters = 0;
+  int64_t filters = 0;  // with depth_multiplier > 0: set by setup()
   int64_t kernel_h = 3, kernel_w = 3;
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_h = 0, pad_w = 0;
+  int64_t groups = 1;  // with depth_multiplier > 0: set by setup()
+  // > 0: a depthwise_conv2d layer: groups = input channels, filters = that * depth_multiplier.
+  int64_t depth_multiplier = 0;
   bool bias = true;
   InitKind init = InitKind::HeNormal;
   ConvAlgo algo = ConvAlgo::Auto;  // not a job option; tests and benchmarks pin it
@@ -43,7 +56,8 @@ class Conv2d : public Layer {
   static std::unique_ptr<Layer> create(const std::string& name, const LayerOptions& options,
                                        const LayerDefaults& defaults);
 
-  std::string type() const override { return "conv2d"; }
+  // "conv2d", or "depthwise_conv2d" for a layer made by that type (also on a GPU).
+  std::string type() const override { return config_.depth_multiplier > 0 ? "depthwise_conv2d" : "conv2d"; }
   Shape setup(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> paramSpecs() const override;
   void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
@@ -54,7 +68,7 @@ class Conv2d : public Layer {
   std::string describe() const override;
   bool fuseActivation(const std::string& type) override;
 
-  // The algorithm setup() chose (Im2col or Winograd).
+  // The algorithm setup() chose (Im2col, Winograd or Depthwise).
   ConvAlgo algorithm() const { return algo_; }
   const Conv2dConfig& config() const { return config_; }
 
@@ -64,19 +78,24 @@ class Conv2d : public Layer {
   void forwardWinograd(const float* x, int64_t n, float* y);
   void backwardWinograd(const float* x, const float* y, const float* dy, int64_t n, float* dx);
   int64_t winogradChunk() const;
+  void forwardGrouped(const float* x, int64_t n, float* y);
+  void backwardGrouped(const float* x, const float* y, const float* dy, int64_t n, float* dx);
+  void forwardDepthwise(const float* x, int64_t n, float* y);
+  void backwardDepthwise(const float* x, const float* y, const float* dy, int64_t n, float* dx);
 
  protected:  // the CUDA layer (core/backend/cuda/cuda_conv2d.h) computes with these
   Conv2dConfig config_;
   ops::Window2d geom_;
   ConvAlgo algo_ = ConvAlgo::Im2col;
   bool pointwise_ = false;  // 1x1, stride 1, no padding: col == input
-  bool unpacked_ = false;   // products by ops::gemmUnpacked rather than gemm
+  bool unpacked_ = false;   // products by ops::gemmUnpacked rather than gemm (per group)
   bool relu_ = false;       // a following relu fused into this layer
   Tensor weight_, bias_, dweight_, dbias_;
 
  private:
   // im2col: col (and dcol), masked dout. winograd: transformed filters u,
-  // their gradient du, transformed inputs v (reused for dv), products m (reused for z).
+  // their gradient du, transformed inputs v (reused for dv), products m (reused
+  // for z). depthwise: the kernel's scratch in col.
   Scratch col_, masked_, u_, du_, v_, m_;
 };
 

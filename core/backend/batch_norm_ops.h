@@ -1,0 +1,44 @@
+// The CPU passes of the batch_norm layer (core/nn/layers/batch_norm.h) over a
+// batch laid out [n, channels, plane]: plane = H*W for [C,H,W] samples (each
+// channel's values of a sample are one contiguous plane), or 1 for [C]
+// samples (a sample's channels are contiguous; those passes run along rows).
+//
+// Per-channel sums add into double: a plane's values are summed in eight
+// float lanes over blocks of at most 1024 elements, each block's sum then
+// added in double, so the rounding error stays that of a 128-term float sum
+// whatever the plane size; along rows each value is added in double. The
+// element-wise passes compute in float, the deviation x - mean first (exact
+// for values near the mean, which float mean holds to half a step), so a
+// large mean costs no more precision than the inputs themselves carry.
+//
+// Memory-bound: every pass reads its inputs once. Output pointers may not
+// alias any input. Thread-safe: no state.
+#pragma once
+#include <cstdint>
+
+namespace dtrain::ops {
+
+// The element-wise activation a batch_norm applies to its output (a relu or
+// relu6 layer fused into it): its backward needs only the output.
+enum class FusedActivation { None, Relu, Relu6 };
+
+// sums[c] += sum of x over channel c.
+void channelSums(const float* x, int64_t n, int64_t channels, int64_t plane, double* sums);
+// sums[c] += sum of (x - mean[c])^2 over channel c.
+void channelSquaredDeviations(const float* x, int64_t n, int64_t channels, int64_t plane, const float* mean,
+                              double* sums);
+// y = act((x - mean[c]) * scale[c] + shift[c]).
+void batchNormApply(const float* x, float* y, int64_t n, int64_t channels, int64_t plane, const float* mean,
+                    const float* scale, const float* shift, FusedActivation act);
+// With g = dy where act passes a gradient at y (everywhere for None, y > 0 for
+// Relu, 0 < y < 6 for Relu6; y may be null for None):
+// sum_g[c] += sum of g, sum_g_dev[c] += sum of g * (x - mean[c]), over channel c.
+void batchNormGradSums(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                       int64_t plane, FusedActivation act, const float* mean, double* sum_g,
+                       double* sum_g_dev);
+// dx = a[c] * g + b[c] * (x - mean[c]) + c[c], g as above.
+void batchNormInputGrad(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                        int64_t plane, FusedActivation act, const float* mean, const float* a, const float* b,
+                        const float* c, float* dx);
+
+}  // namespace dtrain::ops

@@ -1,0 +1,266 @@
+// The batch_norm passes of core/backend/batch_norm_ops.h. Two layouts: planes
+// (plane > 1: a loop per (sample, channel) over its contiguous plane, the
+// channel's constants held in registers) and rows (plane == 1: a loop per
+// sample over its contiguous channels, the constants loaded per lane). The
+// inner loops are plain enough for the compiler to vectorise (they are
+// written without reassociation, so they need no -ffast-math): eight
+// explicit float lanes for the plane sums, element-wise loops otherwise.
+// The activation is a template parameter, so no branch is left in a loop.
+#include "core/backend/batch_norm_ops.h"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace dtrain::ops {
+
+namespace {
+
+// Elements a block of lanes sums in float before its sum moves to double:
+// 128 terms per lane.
+constexpr int64_t kSumBlock = 1024;
+
+template <FusedActivation A>
+inline float activate(float v) {
+  if constexpr (A == FusedActivation::Relu) return std::max(v, 0.0f);
+  if constexpr (A == FusedActivation::Relu6) return std::min(std::max(v, 0.0f), 6.0f);
+  return v;
+}
+
+// dy where the activation's output y passed its input through, else 0.
+template <FusedActivation A>
+inline float maskGrad(float y, float dy) {
+  if constexpr (A == FusedActivation::Relu) return y > 0.0f ? dy : 0.0f;
+  if constexpr (A == FusedActivation::Relu6) return y > 0.0f && y < 6.0f ? dy : 0.0f;
+  return dy;
+}
+
+inline float laneSum(const float (&acc)[8]) {
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// sum of term(i) for i < len: float lanes per block, blocks in double.
+template <class Term>
+double blockedSum(int64_t len, Term term) {
+  double total = 0.0;
+  for (int64_t start = 0; start < len; start += kSumBlock) {
+    const int64_t end = std::min(len, start + kSumBlock);
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = start;
+    for (; i + 8 <= end; i += 8)
+      for (int k = 0; k < 8; ++k) acc[k] += term(i + k);
+    float s = laneSum(acc);
+    for (; i < end; ++i) s += term(i);
+    total += s;
+  }
+  return total;
+}
+
+// sum of g and of g * (v - m) over one plane of len values, g = dy masked by
+// the activation at y. Masking a block into a buffer first leaves the sums
+// plain loops that the compiler vectorises (a select inside them does not).
+template <FusedActivation A>
+void gradSumsPlane(const float* v, const float* y, const float* dy, float m, int64_t len, double& total_g,
+                   double& total_g_dev) {
+  alignas(32) float masked[kSumBlock];
+  for (int64_t start = 0; start < len; start += kSumBlock) {
+    const int64_t count = std::min(len - start, kSumBlock);
+    const float* x = v + start;
+    const float* g = dy + start;
+    if constexpr (A != FusedActivation::None) {
+      const float* __restrict out = y + start;
+      for (int64_t i = 0; i < count; ++i) masked[i] = maskGrad<A>(out[i], g[i]);
+      g = masked;
+    }
+    // Two loops over the (L1-resident) block: one accumulator array per loop
+    // is what the compiler turns into vector adds.
+    float acc_g[8] = {0, 0, 0, 0, 0, 0, 0, 0}, acc_d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const int64_t whole = count - count % 8;
+    for (int64_t i = 0; i < whole; i += 8)
+      for (int k = 0; k < 8; ++k) acc_g[k] += g[i + k];
+    for (int64_t i = 0; i < whole; i += 8)
+      for (int k = 0; k < 8; ++k) acc_d[k] += g[i + k] * (x[i + k] - m);
+    float sg = laneSum(acc_g), sd = laneSum(acc_d);
+    for (int64_t i = whole; i < count; ++i) {
+      sg += g[i];
+      sd += g[i] * (x[i] - m);
+    }
+    total_g += sg;
+    total_g_dev += sd;
+  }
+}
+
+template <FusedActivation A>
+void applyPlanes(const float* x, float* y, int64_t n, int64_t channels, int64_t plane, const float* mean,
+                 const float* scale, const float* shift) {
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* __restrict v = x + (s * channels + c) * plane;
+      float* __restrict out = y + (s * channels + c) * plane;
+      const float m = mean[c], k = scale[c], b = shift[c];
+      for (int64_t i = 0; i < plane; ++i) out[i] = activate<A>((v[i] - m) * k + b);
+    }
+}
+
+template <FusedActivation A>
+void applyRows(const float* x, float* y, int64_t n, int64_t channels, const float* __restrict mean,
+               const float* __restrict scale, const float* __restrict shift) {
+  for (int64_t s = 0; s < n; ++s) {
+    const float* __restrict v = x + s * channels;
+    float* __restrict out = y + s * channels;
+    for (int64_t c = 0; c < channels; ++c) out[c] = activate<A>((v[c] - mean[c]) * scale[c] + shift[c]);
+  }
+}
+
+template <FusedActivation A>
+void gradSumsPlanes(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                    int64_t plane, const float* mean, double* sum_g, double* sum_g_dev) {
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t offset = (s * channels + c) * plane;
+      gradSumsPlane<A>(x + offset, A == FusedActivation::None ? nullptr : y + offset, dy + offset, mean[c],
+                       plane, sum_g[c], sum_g_dev[c]);
+    }
+}
+
+template <FusedActivation A>
+void gradSumsRows(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                  const float* __restrict mean, double* __restrict sum_g, double* __restrict sum_g_dev) {
+  for (int64_t s = 0; s < n; ++s) {
+    const float* __restrict v = x + s * channels;
+    const float* __restrict out = A == FusedActivation::None ? nullptr : y + s * channels;
+    const float* __restrict d = dy + s * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float g = A == FusedActivation::None ? d[c] : maskGrad<A>(out[c], d[c]);
+      sum_g[c] += g;
+      sum_g_dev[c] += static_cast<double>(g) * static_cast<double>(v[c] - mean[c]);
+    }
+  }
+}
+
+template <FusedActivation A>
+void inputGradPlanes(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                     int64_t plane, const float* mean, const float* a, const float* b, const float* c,
+                     float* dx) {
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const int64_t offset = (s * channels + ch) * plane;
+      const float* __restrict v = x + offset;
+      const float* __restrict out = A == FusedActivation::None ? nullptr : y + offset;
+      const float* __restrict d = dy + offset;
+      float* __restrict g_in = dx + offset;
+      const float m = mean[ch], ka = a[ch], kb = b[ch], kc = c[ch];
+      for (int64_t i = 0; i < plane; ++i) {
+        const float g = A == FusedActivation::None ? d[i] : maskGrad<A>(out[i], d[i]);
+        g_in[i] = ka * g + kb * (v[i] - m) + kc;
+      }
+    }
+}
+
+template <FusedActivation A>
+void inputGradRows(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                   const float* __restrict mean, const float* __restrict a, const float* __restrict b,
+                   const float* __restrict c, float* dx) {
+  for (int64_t s = 0; s < n; ++s) {
+    const float* __restrict v = x + s * channels;
+    const float* __restrict out = A == FusedActivation::None ? nullptr : y + s * channels;
+    const float* __restrict d = dy + s * channels;
+    float* __restrict g_in = dx + s * channels;
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const float g = A == FusedActivation::None ? d[ch] : maskGrad<A>(out[ch], d[ch]);
+      g_in[ch] = a[ch] * g + b[ch] * (v[ch] - mean[ch]) + c[ch];
+    }
+  }
+}
+
+// Calls f with the activation as a compile-time constant.
+template <class F>
+void withActivation(FusedActivation act, F f) {
+  switch (act) {
+    case FusedActivation::None:
+      f(std::integral_constant<FusedActivation, FusedActivation::None>{});
+      break;
+    case FusedActivation::Relu:
+      f(std::integral_constant<FusedActivation, FusedActivation::Relu>{});
+      break;
+    case FusedActivation::Relu6:
+      f(std::integral_constant<FusedActivation, FusedActivation::Relu6>{});
+      break;
+  }
+}
+
+}  // namespace
+
+void channelSums(const float* x, int64_t n, int64_t channels, int64_t plane, double* sums) {
+  if (plane == 1) {
+    for (int64_t s = 0; s < n; ++s) {
+      const float* __restrict v = x + s * channels;
+      double* __restrict acc = sums;
+      for (int64_t c = 0; c < channels; ++c) acc[c] += v[c];
+    }
+    return;
+  }
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* __restrict v = x + (s * channels + c) * plane;
+      sums[c] += blockedSum(plane, [v](int64_t i) { return v[i]; });
+    }
+}
+
+void channelSquaredDeviations(const float* x, int64_t n, int64_t channels, int64_t plane, const float* mean,
+                              double* sums) {
+  if (plane == 1) {
+    for (int64_t s = 0; s < n; ++s) {
+      const float* __restrict v = x + s * channels;
+      const float* __restrict m = mean;
+      double* __restrict acc = sums;
+      for (int64_t c = 0; c < channels; ++c) {
+        const double d = v[c] - m[c];
+        acc[c] += d * d;
+      }
+    }
+    return;
+  }
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* __restrict v = x + (s * channels + c) * plane;
+      const float m = mean[c];
+      sums[c] += blockedSum(plane, [v, m](int64_t i) {
+        const float d = v[i] - m;
+        return d * d;
+      });
+    }
+}
+
+void batchNormApply(const float* x, float* y, int64_t n, int64_t channels, int64_t plane, const float* mean,
+                    const float* scale, const float* shift, FusedActivation act) {
+  withActivation(act, [&](auto a) {
+    if (plane == 1)
+      applyRows<decltype(a)::value>(x, y, n, channels, mean, scale, shift);
+    else
+      applyPlanes<decltype(a)::value>(x, y, n, channels, plane, mean, scale, shift);
+  });
+}
+
+void batchNormGradSums(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                       int64_t plane, FusedActivation act, const float* mean, double* sum_g,
+                       double* sum_g_dev) {
+  withActivation(act, [&](auto a) {
+    if (plane == 1)
+      gradSumsRows<decltype(a)::value>(x, y, dy, n, channels, mean, sum_g, sum_g_dev);
+    else
+      gradSumsPlanes<decltype(a)::value>(x, y, dy, n, channels, plane, mean, sum_g, sum_g_dev);
+  });
+}
+
+void batchNormInputGrad(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                        int64_t plane, FusedActivation act, const float* mean, const float* a, const float* b,
+                        const float* c, float* dx) {
+  withActivation(act, [&](auto k) {
+    if (plane == 1)
+      inputGradRows<decltype(k)::value>(x, y, dy, n, channels, mean, a, b, c, dx);
+    else
+      inputGradPlanes<decltype(k)::value>(x, y, dy, n, channels, plane, mean, a, b, c, dx);
+  });
+}
+
+}  // namespace dtrain::ops

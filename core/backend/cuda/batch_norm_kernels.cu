@@ -1,0 +1,384 @@
+// The kernels of batch_norm_kernels.h: per-channel reductions (a slice per
+// block, then the slices added in order) and element-wise passes
+// (grid-stride loops that follow each element's channel with a GroupCursor).
+// A reduction block reads its channel's values in order, coalesced along a
+// plane; [C] samples (plane 1) are read with a stride of C, which their
+// small size (features after a dense layer) makes affordable.
+#include <algorithm>
+#include <type_traits>
+
+#include "core/backend/cuda/batch_norm_kernels.h"
+#include "core/backend/cuda/group_cursor.h"
+#include "core/backend/cuda/launch_shape.h"
+#include "core/backend/cuda/stream_scratch.cuh"
+
+namespace dtrain::cuda {
+
+namespace {
+
+using ops::FusedActivation;
+
+constexpr int kReduceThreads = 256;
+// A slice holds at least this many values (splitting smaller ones costs more
+// than it gains)...
+constexpr int64_t kMinSliceValues = 4096;
+// ...and a channel is split only while the grid has fewer blocks than this.
+constexpr int64_t kTargetBlocks = 2048;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ------------------------------------------------------- activations --
+
+// The CPU's std::max(v, 0.0f) and std::min(., 6.0f) exactly (a NaN passes).
+template <FusedActivation A>
+__device__ inline float activate(float v) {
+  if (A == FusedActivation::None) return v;
+  const float r = v < 0.0f ? 0.0f : v;
+  if (A == FusedActivation::Relu6) return 6.0f < r ? 6.0f : r;
+  return r;
+}
+
+template <FusedActivation A>
+__device__ inline float maskGrad(float y, float dy) {
+  if (A == FusedActivation::Relu) return y > 0.0f ? dy : 0.0f;
+  if (A == FusedActivation::Relu6) return y > 0.0f && y < 6.0f ? dy : 0.0f;
+  return dy;
+}
+
+// Calls f with the activation as a compile-time constant.
+template <class F>
+void withActivation(FusedActivation act, F f) {
+  switch (act) {
+    case FusedActivation::None:
+      f(std::integral_constant<FusedActivation, FusedActivation::None>{});
+      break;
+    case FusedActivation::Relu:
+      f(std::integral_constant<FusedActivation, FusedActivation::Relu>{});
+      break;
+    case FusedActivation::Relu6:
+      f(std::integral_constant<FusedActivation, FusedActivation::Relu6>{});
+      break;
+  }
+}
+
+// ------------------------------------------------- per-channel terms --
+// A term gives K doubles per element: at(c) fixes its channel's constants,
+// then value(index, out) fills out[0..K) for element `index`.
+
+struct SumTerm {
+  static constexpr int K = 1;
+  const float* x;
+  __device__ void at(int64_t c) {}
+  __device__ void value(int64_t i, double* out) const { out[0] = x[i]; }
+};
+
+struct SquaredDeviationTerm {
+  static constexpr int K = 1;
+  const float* x;
+  const double* stats;
+  float mean = 0.0f;
+  __device__ void at(int64_t c) { mean = static_cast<float>(stats[1 + c] / stats[0]); }
+  __device__ void value(int64_t i, double* out) const {
+    const double d = x[i] - mean;
+    out[0] = d * d;
+  }
+};
+
+template <FusedActivation A>
+struct GradTerm {
+  static constexpr int K = 2;
+  const float *x, *y, *dy, *means;
+  float mean = 0.0f;
+  __device__ void at(int64_t c) { mean = means[c]; }
+  __device__ void value(int64_t i, double* out) const {
+    const float g = maskGrad<A>(A == FusedActivation::None ? 0.0f : y[i], dy[i]);
+    out[0] = g;
+    out[1] = static_cast<double>(g) * static_cast<double>(x[i] - mean);
+  }
+};
+
+// ------------------------------------------------------- reductions --
+
+// The sum of v over the block (blockDim.x == kReduceThreads), valid in thread 0.
+__device__ double blockSum(double v, double* warp_sums) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  __syncthreads();  // warp_sums may still be read from the previous call
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double total = 0.0;
+  if (threadIdx.x == 0)
+    for (int w = 0; w < kReduceThreads / 32; ++w) total += warp_sums[w];
+  return total;
+}
+
+// Block (c, s) sums the term over channel c's values numbered
+// [s * per_slice, (s + 1) * per_slice), value e being (sample e / plane,
+// position e % plane), into partials[(k * channels + c) * slices + s].
+template <class Term>
+__global__ void __launch_bounds__(kReduceThreads)
+    channelPartialsKernel(Term term, BatchNormDims d, int64_t per_slice, double* partials) {
+  __shared__ double warp_sums[kReduceThreads / 32];
+  const int64_t c = blockIdx.x, slices = gridDim.y;
+  term.at(c);
+  const int64_t begin = int64_t(blockIdx.y) * per_slice;
+  const int64_t end = min(d.n * d.plane, begin + per_slice);
+  int64_t e = begin + threadIdx.x;
+  // (sample, position) of e, advanced with e by additions.
+  int64_t sample = e / d.plane, pos = e % d.plane;
+  const int64_t step_sample = kReduceThreads / d.plane, step_pos = kReduceThreads % d.plane;
+  double acc[Term::K] = {};
+  for (; e < end; e += kReduceThreads) {
+    double v[Term::K];
+    term.value((sample * d.channels + c) * d.plane + pos, v);
+#pragma unroll
+    for (int k = 0; k < Term::K; ++k) acc[k] += v[k];
+    sample += step_sample;
+    pos += step_pos;
+    if (pos >= d.plane) {
+      pos -= d.plane;
+      ++sample;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < Term::K; ++k) {
+    const double sum = blockSum(acc[k], warp_sums);
+    if (threadIdx.x == 0) partials[(k * d.channels + c) * slices + blockIdx.y] = sum;
+  }
+}
+
+// Adds each channel's slices in order and hands the K totals to `finish`.
+template <int K, class Finish>
+__global__ void finishChannelsKernel(const double* partials, int64_t channels, int64_t slices,
+                                     Finish finish) {
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < channels;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    double total[K];
+    for (int k = 0; k < K; ++k) {
+      double sum = 0.0;
+      for (int64_t s = 0; s < slices; ++s) sum += partials[(k * channels + c) * slices + s];
+      total[k] = sum;
+    }
+    finish(c, total);
+  }
+}
+
+struct FinishSums {
+  double* stats;
+  double count;
+  __device__ void operator()(int64_t c, const double* total) const {
+    if (c == 0) stats[0] = count;
+    stats[1 + c] = total[0];
+  }
+};
+
+struct FinishDeviations {
+  double* deviations;
+  __device__ void operator()(int64_t c, const double* total) const { deviations[c] = total[0]; }
+};
+
+struct FinishGradSums {
+  double* sums;
+  int64_t channels;
+  const float* invstd;
+  float *dgamma, *dbeta;
+  __device__ void operator()(int64_t c, const double* total) const {
+    sums[c] = total[0];
+    sums[channels + c] = total[1];
+    if (dgamma) dgamma[c] += static_cast<float>(invstd[c] * total[1]);
+    if (dbeta) dbeta[c] += static_cast<float>(total[0]);
+  }
+};
+
+// Per-channel sums of `term` over the batch, handed to `finish`.
+template <class Term, class Finish>
+void channelReduce(Term term, BatchNormDims d, Finish finish, cudaStream_t stream, const char* what) {
+  if (d.channels <= 0) return;
+  const int64_t values = d.n * d.plane;
+  const int64_t by_size = ceilDiv(values, kMinSliceValues);
+  const int64_t by_grid = std::max<int64_t>(1, kTargetBlocks / d.channels);
+  const int64_t wanted = std::max<int64_t>(1, std::min(by_size, by_grid));
+  const int64_t per_slice = std::max<int64_t>(1, ceilDiv(values, wanted));
+  const int64_t slices = std::max<int64_t>(1, ceilDiv(values, per_slice));
+  StreamScratch partials(static_cast<size_t>(Term::K * d.channels * slices) * sizeof(double), stream, what);
+  const dim3 grid(static_cast<unsigned>(d.channels), static_cast<unsigned>(slices));
+  channelPartialsKernel<<<grid, kReduceThreads, 0, stream>>>(term, d, per_slice, partials.as<double>());
+  finishChannelsKernel<Term::K><<<gridStrideBlocks(d.channels), kElementwiseThreads, 0, stream>>>(
+      partials.as<double>(), d.channels, slices, finish);
+}
+
+// ------------------------------------------------- per-channel maths --
+
+__global__ void batchStatisticsKernel(const double* stats, const double* deviations, int64_t channels,
+                                      double momentum, double epsilon, const float* gamma, const float* beta,
+                                      float* running_mean, float* running_var, BatchNormStats out,
+                                      float* scale, float* shift) {
+  const double count = stats[0];
+  const double unbiased = count > 1.0 ? count / (count - 1.0) : 1.0;
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < channels;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    const double mean = stats[1 + c] / count, var = deviations[c] / count;
+    const float invstd = static_cast<float>(1.0 / sqrt(var + epsilon));
+    out.mean[c] = static_cast<float>(mean);
+    out.invstd[c] = invstd;
+    scale[c] = gamma ? gamma[c] * invstd : invstd;
+    shift[c] = beta ? beta[c] : 0.0f;
+    if (running_mean && running_var) {
+      running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
+      running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * var * unbiased);
+    }
+  }
+}
+
+__global__ void frozenStatisticsKernel(const float* running_mean, const float* running_var, int64_t channels,
+                                       double epsilon, BatchNormStats out) {
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < channels;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    out.mean[c] = running_mean[c];
+    out.invstd[c] = static_cast<float>(1.0 / sqrt(static_cast<double>(running_var[c]) + epsilon));
+  }
+}
+
+// coefficients = [a | b | c], each [channels]; see batchNormInputGrad.
+__global__ void inputGradCoefficientsKernel(BatchNormStats stats, const float* gamma, const double* sums,
+                                            const double* stats_count, int64_t channels,
+                                            float* coefficients) {
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < channels;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    const double r = stats.invstd[c], a = (gamma ? gamma[c] : 1.0) * r;
+    coefficients[c] = static_cast<float>(a);
+    if (sums) {
+      const double count = stats_count[0];
+      coefficients[channels + c] = static_cast<float>(-a * r * r * sums[channels + c] / count);
+      coefficients[2 * channels + c] = static_cast<float>(-a * sums[c] / count);
+    } else {
+      coefficients[channels + c] = 0.0f;
+      coefficients[2 * channels + c] = 0.0f;
+    }
+  }
+}
+
+// ------------------------------------------------------ element-wise --
+
+template <FusedActivation A>
+__global__ void applyKernel(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
+                            const float* shift) {
+  const int64_t total = d.n * d.channels * d.plane, stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  GroupCursor at(i, stride, d.plane, d.channels);
+  for (; i < total; i += stride, at.advance()) {
+    const int64_t c = at.group;
+    y[i] = activate<A>((x[i] - mean[c]) * scale[c] + shift[c]);
+  }
+}
+
+template <FusedActivation A>
+__global__ void activationKernel(float* y, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = activate<A>(y[i]);
+}
+
+template <FusedActivation A>
+__global__ void maskKernel(const float* y, const float* dy, float* g, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    g[i] = maskGrad<A>(A == FusedActivation::None ? 0.0f : y[i], dy[i]);
+}
+
+template <FusedActivation A>
+__global__ void inputGradKernel(const float* x, const float* y, const float* dy, BatchNormDims d,
+                                const float* mean, const float* coefficients, float* dx) {
+  const int64_t total = d.n * d.channels * d.plane, stride = int64_t(gridDim.x) * blockDim.x;
+  const float* a = coefficients;
+  const float* b = coefficients + d.channels;
+  const float* k = coefficients + 2 * d.channels;
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  GroupCursor at(i, stride, d.plane, d.channels);
+  for (; i < total; i += stride, at.advance()) {
+    const int64_t c = at.group;
+    const float g = maskGrad<A>(A == FusedActivation::None ? 0.0f : y[i], dy[i]);
+    dx[i] = a[c] * g + b[c] * (x[i] - mean[c]) + k[c];
+  }
+}
+
+}  // namespace
+
+void batchNormSums(const float* x, BatchNormDims d, double* stats, cudaStream_t stream) {
+  channelReduce(SumTerm{x}, d, FinishSums{stats, static_cast<double>(d.n * d.plane)}, stream,
+                "batchNormSums");
+}
+
+void batchNormSquaredDeviations(const float* x, BatchNormDims d, const double* stats, double* deviations,
+                                cudaStream_t stream) {
+  channelReduce(SquaredDeviationTerm{x, stats}, d, FinishDeviations{deviations}, stream,
+                "batchNormSquaredDeviations");
+}
+
+void batchNormBatchStatistics(const double* stats, const double* deviations, int64_t channels,
+                              double momentum, double epsilon, const float* gamma, const float* beta,
+                              float* running_mean, float* running_var, BatchNormStats out, float* scale,
+                              float* shift, cudaStream_t stream) {
+  if (channels <= 0) return;
+  batchStatisticsKernel<<<gridStrideBlocks(channels), kElementwiseThreads, 0, stream>>>(
+      stats, deviations, channels, momentum, epsilon, gamma, beta, running_mean, running_var, out, scale,
+      shift);
+}
+
+void batchNormFrozenStatistics(const float* running_mean, const float* running_var, int64_t channels,
+                               double epsilon, BatchNormStats out, cudaStream_t stream) {
+  if (channels <= 0) return;
+  frozenStatisticsKernel<<<gridStrideBlocks(channels), kElementwiseThreads, 0, stream>>>(
+      running_mean, running_var, channels, epsilon, out);
+}
+
+void batchNormApply(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
+                    const float* shift, FusedActivation act, cudaStream_t stream) {
+  const int64_t total = d.n * d.channels * d.plane;
+  if (total <= 0) return;
+  withActivation(act, [&](auto a) {
+    applyKernel<decltype(a)::value>
+        <<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(x, y, d, mean, scale, shift);
+  });
+}
+
+void fusedActivationForward(float* y, int64_t count, FusedActivation act, cudaStream_t stream) {
+  if (count <= 0 || act == FusedActivation::None) return;
+  withActivation(act, [&](auto a) {
+    activationKernel<decltype(a)::value>
+        <<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(y, count);
+  });
+}
+
+void fusedActivationBackward(const float* y, const float* dy, float* g, int64_t count, FusedActivation act,
+                             cudaStream_t stream) {
+  if (count <= 0) return;
+  withActivation(act, [&](auto a) {
+    maskKernel<decltype(a)::value>
+        <<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(y, dy, g, count);
+  });
+}
+
+void batchNormGradSums(const float* x, const float* y, const float* dy, BatchNormDims d, FusedActivation act,
+                       BatchNormStats stats, double* sums, float* dgamma, float* dbeta, cudaStream_t stream) {
+  const FinishGradSums finish{sums, d.channels, stats.invstd, dgamma, dbeta};
+  withActivation(act, [&](auto a) {
+    channelReduce(GradTerm<decltype(a)::value>{x, y, dy, stats.mean}, d, finish, stream, "batchNormGradSums");
+  });
+}
+
+void batchNormInputGrad(const float* x, const float* y, const float* dy, BatchNormDims d, FusedActivation act,
+                        BatchNormStats stats, const float* gamma, const double* sums,
+                        const double* stats_count, float* dx, cudaStream_t stream) {
+  const int64_t total = d.n * d.channels * d.plane;
+  if (total <= 0) return;
+  StreamScratch coefficients(static_cast<size_t>(3 * d.channels) * sizeof(float), stream,
+                             "batchNormInputGrad");
+  inputGradCoefficientsKernel<<<gridStrideBlocks(d.channels), kElementwiseThreads, 0, stream>>>(
+      stats, gamma, sums, stats_count, d.channels, coefficients.as<float>());
+  withActivation(act, [&](auto a) {
+    inputGradKernel<decltype(a)::value><<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(
+        x, y, dy, d, stats.mean, coefficients.as<float>(), dx);
+  });
+}
+
+}  // namespace dtrain::cuda

@@ -1,0 +1,83 @@
+// The batch_norm layer's own GPU passes (core/backend/cuda/cuda_batch_norm.h),
+// for what cuDNN's batch normalisation cannot do: statistics summed across
+// ranks between the passes (a StatsReducer), the backward of an inference
+// pass, and the fused relu/relu6 around cuDNN's calls. They compute what the
+// CPU passes compute (core/backend/batch_norm_ops.h, the layer's
+// core/nn/layers/batch_norm.cpp), in the same order of operations per element.
+//
+// The batch is [n, channels, plane] (plane 1 for [C] samples). Per-channel
+// sums are in double and deterministic: each channel's n * plane values are
+// cut into slices fixed by the sizes, a block sums a slice (each thread a
+// fixed subsequence, then a fixed tree), and a second kernel adds the slices
+// in order. Their partial sums live in scratch memory from the stream-ordered
+// allocator (DeviceError when it cannot be had).
+//
+// Every function queues its work on `stream` and returns without
+// synchronising; pointers are device memory; an empty batch writes zero sums.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/backend/batch_norm_ops.h"
+
+namespace dtrain::cuda {
+
+struct BatchNormDims {
+  int64_t n = 0, channels = 0, plane = 1;
+};
+
+// The per-channel constants of the output and gradient passes.
+struct BatchNormStats {
+  float* mean;    // [channels]
+  float* invstd;  // [channels], 1 / sqrt(var + epsilon)
+};
+
+// ------------------------------------------------------------ forward --
+
+// stats[0] = n * plane (this replica's count), stats[1 + c] = sum of x over channel c.
+void batchNormSums(const float* x, BatchNormDims d, double* stats, cudaStream_t stream);
+// deviations[c] = sum of (x - m)^2 over channel c, m = (float)(stats[1 + c] / stats[0]).
+void batchNormSquaredDeviations(const float* x, BatchNormDims d, const double* stats, double* deviations,
+                                cudaStream_t stream);
+// From the summed stats and deviations of the whole batch, per channel:
+// mean, invstd, scale = gamma * invstd and shift = beta (gamma, beta may be
+// null: 1 and 0); when running_mean and running_var are non-null they move by
+// `momentum` towards the mean and the unbiased variance (the biased one when
+// the count is 1, which the host cannot see here).
+void batchNormBatchStatistics(const double* stats, const double* deviations, int64_t channels,
+                              double momentum, double epsilon, const float* gamma, const float* beta,
+                              float* running_mean, float* running_var, BatchNormStats out, float* scale,
+                              float* shift, cudaStream_t stream);
+// The statistics an inference pass normalised with: mean = running_mean,
+// invstd = 1 / sqrt(running_var + epsilon).
+void batchNormFrozenStatistics(const float* running_mean, const float* running_var, int64_t channels,
+                               double epsilon, BatchNormStats out, cudaStream_t stream);
+// y = act((x - mean[c]) * scale[c] + shift[c]).
+void batchNormApply(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
+                    const float* shift, ops::FusedActivation act, cudaStream_t stream);
+// y = act(y) over `count` elements (after cuDNN's normalisation).
+void fusedActivationForward(float* y, int64_t count, ops::FusedActivation act, cudaStream_t stream);
+
+// ----------------------------------------------------------- backward --
+
+// g = dy where act at y passes a gradient, else 0 (y > 0 for relu, 0 < y < 6
+// for relu6; a copy of dy for None). g may equal dy.
+void fusedActivationBackward(const float* y, const float* dy, float* g, int64_t count,
+                             ops::FusedActivation act, cudaStream_t stream);
+// This replica's sums, with g as above: sums[c] = sum of g, sums[channels + c]
+// = sum of g * (x - mean[c]); then dgamma[c] += invstd[c] * sums[channels + c]
+// and dbeta[c] += sums[c] (each skipped when null).
+void batchNormGradSums(const float* x, const float* y, const float* dy, BatchNormDims d,
+                       ops::FusedActivation act, BatchNormStats stats, double* sums, float* dgamma,
+                       float* dbeta, cudaStream_t stream);
+// dx = a * g + b * (x - mean) + c per channel. Training (sums non-null: the
+// whole batch's sums of batchNormGradSums; count = stats_count[0]):
+// a = gamma * invstd, b = -a * invstd^2 * sums[channels + c] / count,
+// c = -a * sums[c] / count. Inference (sums null): a = gamma * invstd, b = c = 0.
+// gamma may be null (1).
+void batchNormInputGrad(const float* x, const float* y, const float* dy, BatchNormDims d,
+                        ops::FusedActivation act, BatchNormStats stats, const float* gamma,
+                        const double* sums, const double* stats_count, float* dx, cudaStream_t stream);
+
+}  // namespace dtrain::cuda

@@ -1,0 +1,450 @@
+#!/usr/bin/python3
+"""dtrain's CPU training of real models against PyTorch (Debian's python3-torch), in one run.
+
+  resnet20      ResNet-20 (`preset = "resnet"`, depth 20) on a CIFAR-10 binary folder of
+                generated data, batch 128; pixels scaled to [0,1], no augmentation.
+  mobilenet_v2  MobileNetV2 width 1.0 (`preset = "mobilenet_v2"`) on an image folder of
+                generated JPEG/PNG/BMP images of 120 to 200 pixels (2 classes), resized to
+                96x96, normalised with the ImageNet mean and std, random horizontal flips,
+                batch 64; a seeded tenth held out for validation.
+Both: SGD momentum 0.9, lr 0.05, fp32, softmax cross-entropy. The bar on dtrain images/s /
+PyTorch images/s is 1.2 for each.
+
+What each side is charged for (the bar is on the training step):
+  dtrain   `dtrain train` of a generated job, its own loader decoding and resizing the
+           images on its threads ahead of the step, as a user runs it. images/s = the
+           samples of the steps after the warm-up / the time between the end of the
+           warm-up's last step and the end of the last one (metrics.jsonl "time").
+  PyTorch  a process of this script (--peer): the data decoded once before timing (for the
+           image folder with PIL: RGB, bilinear resize to 96x96, /255, mean/std), batches
+           sliced from a seeded permutation, the flips drawn per batch inside the timed
+           step. images/s the same way, after the same warm-up. Run at each thread setting
+           (torch.set_num_threads 1 and 2); the best is the peer.
+The loader alone: `dtrain bench loader JOB` on the mobilenet_v2 job (decode, resize,
+normalise, flip into batches, no training); bar: >= 3x the images/s dtrain's training step
+consumes (the mobilenet_v2 figure above).
+Runs are interleaved (dtrain, then PyTorch at each setting, then the loader) for --repeats
+rounds; each figure is the median. Peak RSS of each process from wait4. On a shared
+machine, --wait-for-idle S holds each run until no other process has run for 2 s (up to S
+seconds), and the report says in what share of its samples another process was running.
+
+--self-check builds the PyTorch models and asserts their parameter counts against the
+published ones (ResNet-20 0.27M, ResNet-18 11.69M, MobileNetV2 3,504,872), and when the
+dtrain binary knows the presets compares `dtrain check`'s counts with them.
+
+Exit status: 0 when every bar passes, 1 when one fails.
+
+Usage: scripts/bench/models_vs_pytorch.py [--data DIR] [--repeats 3] [--warmup 5] [--steps 30]
+           [--only resnet20|mobilenet_v2] [--pytorch-only] [--wait-for-idle S]
+           [--json FILE] [--dtrain PATH]
+       scripts/bench/models_vs_pytorch.py --self-check [--dtrain PATH]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cpu_vs_pytorch import run_with_rss, torch_version  # noqa: E402
+import distributed_vs_pytorch as load  # noqa: E402  (wait_for_idle, LoadWatch)
+import make_image_data  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TORCH_SETTINGS = {"1t": 1, "2t": 2}  # torch.set_num_threads; the best is the peer
+LOADER_BAR = 3.0
+IMAGE_SIZE = 96
+MEAN = [0.485, 0.456, 0.406]
+STD = [0.229, 0.224, 0.225]
+VALIDATION_FRACTION = 0.1
+LR, MOMENTUM, SEED = 0.05, 0.9, 0
+
+# name -> what it trains on and how; "classes" is the generated data's.
+MODELS = {
+    "resnet20": {"data": "cifar10", "batch": 128, "bar": 1.2, "classes": 10,
+                 "model_toml": 'preset = "resnet"\ndepth = 20\n'},
+    "mobilenet_v2": {"data": "image_folder", "batch": 64, "bar": 1.2, "classes": 2, "width": 1.0,
+                     "model_toml": 'preset = "mobilenet_v2"\nwidth = 1.0\n'},
+}
+
+
+# ---------------------------------------------------------------------------- data
+
+def prepare_data(root):
+    """root/cifar10 and root/image_folder, generated where missing; returns {kind: dir}."""
+    dirs = {"cifar10": os.path.join(root, "cifar10"), "image_folder": os.path.join(root, "image_folder")}
+    if not os.path.exists(os.path.join(dirs["cifar10"], make_image_data.CIFAR_TEST_FILE)):
+        make_image_data.write_cifar(dirs["cifar10"], seed=SEED)
+    if not os.path.isdir(dirs["image_folder"]) or not os.listdir(dirs["image_folder"]):
+        make_image_data.write_folder(dirs["image_folder"], classes=MODELS["mobilenet_v2"]["classes"], seed=SEED)
+    return dirs
+
+
+def toml_str(s):
+    return json.dumps(s)  # a JSON string is a valid TOML basic string
+
+
+def data_toml(kind, data_dir):
+    if kind == "cifar10":
+        return f'dataset = "cifar10"\ndir = {toml_str(data_dir)}\n'
+    return (f'dataset = "image_folder"\ndir = {toml_str(data_dir)}\n'
+            f"validation_fraction = {VALIDATION_FRACTION}\nimage_size = [{IMAGE_SIZE}, {IMAGE_SIZE}]\n"
+            f"channels = 3\nmean = {MEAN}\nstd = {STD}\naugment_flip = true\nloader_threads = 0\n")
+
+
+def write_model_job(path, model, run_dir, steps, data_section):
+    """The dtrain job for `model`: its preset, `data_section` (the [data] table's body), SGD
+    with momentum, no evaluation or checkpoints inside the timed steps."""
+    m = MODELS[model]
+    with open(path, "w") as f:
+        f.write(f"""[job]
+name = "bench_{model}"
+run_dir = {toml_str(run_dir)}
+seed = {SEED}
+threads = 0
+[model]
+{m["model_toml"]}[data]
+{data_section}[train]
+steps = {steps}
+batch_size = {m["batch"]}
+eval_every_epoch = false
+checkpoint_every_epoch = false
+[optimizer]
+type = "sgd"
+lr = {LR}
+momentum = {MOMENTUM}
+""")
+    return path
+
+
+# ---------------------------------------------------------------------------- dtrain side
+
+def dtrain_train(dtrain, model, job, run_dir, warmup):
+    """(images/s after the warm-up, peak RSS MB) of one `dtrain train`."""
+    load.wait_for_idle()
+    _, rss = run_with_rss([dtrain, "train", job, "--quiet", "--overwrite"])
+    metrics = os.path.join(run_dir, "metrics.jsonl")
+    train = [r for r in map(json.loads, open(metrics)) if r.get("split") == "train"]
+    start = [r["time"] for r in train if r["step"] == warmup]
+    if not start or train[-1]["step"] <= warmup:
+        sys.exit(f"bench: {metrics} has no train record of step {warmup} followed by more; "
+                 f"is a record written every step?")
+    samples = sum(r["samples"] for r in train if r["step"] > warmup)
+    return samples / (train[-1]["time"] - start[0]), rss
+
+
+def dtrain_loader(dtrain, job):
+    """(the JSON `dtrain bench loader` prints, peak RSS MB)."""
+    load.wait_for_idle()
+    out, rss = run_with_rss([dtrain, "bench", "loader", job])
+    lines = [l for l in out.splitlines() if l.startswith("{")]
+    if not lines:
+        sys.exit(f"bench: `dtrain bench loader {job}` printed no JSON line:\n{out[-2000:]}")
+    return json.loads(lines[-1]), rss
+
+
+def dtrain_params(dtrain, job):
+    """The model's parameter count from `dtrain check` (its summary's "total" row), or None
+    with the reason when the check fails."""
+    r = subprocess.run([dtrain, "check", job], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, (r.stderr or r.stdout).strip().splitlines()[-1:]
+    total = [l for l in r.stdout.splitlines() if l.startswith("total ")]
+    if not total:
+        return None, ["no 'total' row in dtrain check's model summary"]
+    return int(total[-1].split()[1].replace(",", "")), None
+
+
+# ---------------------------------------------------------------------------- PyTorch side
+
+def read_cifar(data_dir):
+    """(uint8 [N,3,32,32], int64 [N]) of the five training files."""
+    import numpy as np
+    recs = [np.fromfile(os.path.join(data_dir, f), np.uint8).reshape(-1, make_image_data.CIFAR_RECORD_BYTES)
+            for f in make_image_data.CIFAR_TRAIN_FILES]
+    recs = np.concatenate(recs)
+    return recs[:, 1:].reshape(-1, 3, 32, 32), recs[:, 0].astype(np.int64)
+
+
+def read_image_folder(root):
+    """(float [N,3,96,96] normalised, int64 [N]): every image of root/<class>/, classes in
+    sorted order, decoded with PIL to RGB and resized bilinearly."""
+    import numpy as np
+    try:
+        from PIL import Image
+    except ImportError:
+        sys.exit("bench: the PyTorch peer decodes the image folder with PIL: install python3-pil")
+    classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    images, labels = [], []
+    for label, c in enumerate(classes):
+        for name in sorted(os.listdir(os.path.join(root, c))):
+            with Image.open(os.path.join(root, c, name)) as im:
+                im = im.convert("RGB").resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR)
+                images.append(np.asarray(im, np.uint8))
+            labels.append(label)
+    x = np.stack(images).transpose(0, 3, 1, 2).astype(np.float32) / 255.0
+    x = (x - np.array(MEAN, np.float32)[:, None, None]) / np.array(STD, np.float32)[:, None, None]
+    return x, np.array(labels, np.int64)
+
+
+def run_peer(a):
+    """The PyTorch process: prints one JSON line with images/s and the losses."""
+    import torch
+    from model_peers import build, param_count
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(SEED)
+    m = MODELS[a.model]
+    if m["data"] == "cifar10":
+        x, y = read_cifar(a.data)
+        x = torch.from_numpy(x.copy()).float().div_(255.0)
+        flip = False
+    else:
+        x, y = read_image_folder(a.data)
+        # dtrain trains on all but a seeded tenth; the peer holds out as many.
+        keep = torch.randperm(len(y))[:len(y) - int(len(y) * VALIDATION_FRACTION)]
+        x, y = torch.from_numpy(x)[keep].contiguous(), torch.from_numpy(y)[keep]
+        flip = True
+    y = torch.as_tensor(y)
+    net = build(a.model, m["classes"], m.get("width", 1.0))
+    net.train()
+    if a.channels_last:
+        net = net.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    n, batch = x.shape[0], m["batch"]
+    per_epoch = (n + batch - 1) // batch
+    perm = torch.randperm(n)
+    losses = []
+
+    def step(i):
+        nonlocal perm
+        j = i % per_epoch
+        if i > 0 and j == 0:
+            perm = torch.randperm(n)
+        idx = perm[j * batch:(j + 1) * batch]
+        xb = x[idx]
+        if flip:
+            xb = torch.where((torch.rand(len(idx)) < 0.5)[:, None, None, None], xb.flip(3), xb)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(xb), y[idx])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        return len(idx)
+
+    for i in range(a.warmup):
+        step(i)
+    t0 = time.perf_counter()
+    samples = sum(step(i) for i in range(a.warmup, a.warmup + a.steps))
+    dt = time.perf_counter() - t0
+    print(json.dumps({"images_per_s": samples / dt, "steps": a.steps, "seconds": dt, "images": n,
+                      "params": param_count(net), "first_loss": losses[0], "last_loss": losses[-1]}))
+
+
+def torch_train(model, setting, data_dir, warmup, steps):
+    """(the peer's JSON, peak RSS MB)."""
+    load.wait_for_idle()
+    out, rss = run_with_rss(["/usr/bin/python3", os.path.abspath(__file__), "--peer", "--model", model,
+                             "--threads", str(TORCH_SETTINGS[setting]), "--data", data_dir,
+                             "--warmup", str(warmup), "--steps", str(steps)])
+    return json.loads(out.strip().splitlines()[-1]), rss
+
+
+# ---------------------------------------------------------------------------- self-check
+
+def self_check(dtrain):
+    """Asserts the PyTorch models' parameter counts and output shapes; compares dtrain's
+    counts from `dtrain check` (on synthetic data of the same shape and classes) when the
+    binary is there. Returns the exit status."""
+    import torch
+    from model_peers import PUBLISHED_PARAMS, build, param_count
+    shapes = {"resnet20": 32, "resnet32": 32, "resnet56": 32, "resnet18": 224, "mobilenet_v2": 224}
+    failed = False
+    with tempfile.TemporaryDirectory() as work:
+        for (name, classes), published in PUBLISHED_PARAMS.items():
+            net = build(name, classes)
+            got = param_count(net)
+            side = shapes[name]
+            with torch.no_grad():
+                out = tuple(net.eval()(torch.zeros(1, 3, side, side)).shape)
+            assert got == published, f"PyTorch {name} at {classes} classes has {got:,} parameters, not {published:,}"
+            assert out == (1, classes), f"PyTorch {name} gives output {out} for one {side}x{side} image"
+            line = f"{name:13} {classes:5} classes  PyTorch {got:>11,} = published {published:>11,}  ({got / 1e6:.2f}M)"
+            dt, why = dtrain_check_count(dtrain, name, classes, side, work)
+            if dt is None:
+                line += f"  dtrain: not checked ({why})"
+            else:
+                ok = dt == published
+                failed |= not ok
+                line += f"  dtrain {dt:>11,} {'PASS' if ok else 'FAIL'}"
+                if not ok:
+                    buffers = sum(b.numel() for k, b in net.named_buffers() if "running" in k)
+                    if dt - published == buffers:
+                        line += " (the difference is BatchNorm's running mean and variance: not parameters)"
+            print(line)
+    print("self-check: PyTorch models match the published counts" + ("; dtrain differs" if failed else ""))
+    return 1 if failed else 0
+
+
+def dtrain_check_count(dtrain, name, classes, side, work):
+    """dtrain's count for `name` via `dtrain check` on synthetic data, or (None, reason)."""
+    if not os.path.exists(dtrain):
+        return None, f"{os.path.relpath(dtrain, ROOT)} not built"
+    if name == "mobilenet_v2":
+        model_toml = 'preset = "mobilenet_v2"\nwidth = 1.0\n'
+    else:
+        model_toml = f'preset = "resnet"\ndepth = {int(name[6:])}\n'
+    job = os.path.join(work, f"check_{name}_{classes}.toml")
+    with open(job, "w") as f:
+        f.write(f'[job]\nname = "check_{name}"\nrun_dir = {toml_str(os.path.join(work, "run"))}\n'
+                f'[model]\n{model_toml}[data]\ndataset = "synthetic"\nshape = [3, {side}, {side}]\n'
+                f"classes = {classes}\ntrain_samples = 100\ntest_samples = 10\n")
+    count, why = dtrain_params(dtrain, job)
+    return count, (" ".join(why) if why else None)
+
+
+# ---------------------------------------------------------------------------- benchmark
+
+def median_of(runs, key=None):
+    return statistics.median([r[key] if key else r for r in runs])
+
+
+def bench(a):
+    dtrain = a.dtrain
+    if not a.pytorch_only and not os.path.exists(dtrain):
+        sys.exit(f"bench: {dtrain} not found; run scripts/build.sh first (or --pytorch-only)")
+    models = [a.only] if a.only else list(MODELS)
+    results, loader = {}, None
+    with tempfile.TemporaryDirectory() as work:
+        data_root = a.data or os.path.join(work, "data")
+        t = time.perf_counter()
+        dirs = prepare_data(data_root)
+        print(f"data: {data_root} ({time.perf_counter() - t:.1f} s to prepare)", flush=True)
+        jobs = {}
+        for model in models:
+            run_dir = os.path.join(work, f"run_{model}")
+            jobs[model] = (write_model_job(os.path.join(work, f"bench_{model}.toml"), model, run_dir,
+                                           a.warmup + a.steps, data_toml(MODELS[model]["data"],
+                                                                         dirs[MODELS[model]["data"]])), run_dir)
+            results[model] = {"dtrain": [], "dtrain_rss": [], "torch": {s: [] for s in TORCH_SETTINGS},
+                              "torch_rss": {s: [] for s in TORCH_SETTINGS}}
+        loader_runs = []
+        load.WAIT_FOR_IDLE_S = a.wait_for_idle
+        watch = load.LoadWatch()
+        watch.part = "measuring"
+        # Interleave the programs so drift in machine load hits them alike.
+        for r in range(a.repeats):
+            for model in models:
+                res = results[model]
+                if not a.pytorch_only:
+                    ips, rss = dtrain_train(dtrain, model, *jobs[model], a.warmup)
+                    res["dtrain"].append(ips)
+                    res["dtrain_rss"].append(rss)
+                    print(f"round {r + 1}: {model} dtrain {ips:.1f} img/s", flush=True)
+                for s in TORCH_SETTINGS:
+                    out, rss = torch_train(model, s, dirs[MODELS[model]["data"]], a.warmup, a.steps)
+                    res["torch"][s].append(out)
+                    res["torch_rss"][s].append(rss)
+                    print(f"round {r + 1}: {model} PyTorch {s} {out['images_per_s']:.1f} img/s "
+                          f"(loss {out['first_loss']:.3f} -> {out['last_loss']:.3f})", flush=True)
+            if not a.pytorch_only and "mobilenet_v2" in models:
+                out, rss = dtrain_loader(dtrain, jobs["mobilenet_v2"][0])
+                loader_runs.append((out, rss))
+                print(f"round {r + 1}: dtrain bench loader {out['images_per_s']:.1f} img/s", flush=True)
+        watch.stop()
+
+        summary = {}
+        for model in models:
+            res, m = results[model], MODELS[model]
+            t = {s: median_of(v, "images_per_s") for s, v in res["torch"].items()}
+            best = max(t, key=t.get)
+            row = {"batch": m["batch"], "torch_images_per_s": t, "torch_best": best,
+                   "torch_params": res["torch"][best][0]["params"],
+                   "torch_peak_rss_mb": max(res["torch_rss"][best]), "bar": m["bar"]}
+            if not a.pytorch_only:
+                row["dtrain_images_per_s"] = statistics.median(res["dtrain"])
+                row["dtrain_peak_rss_mb"] = max(res["dtrain_rss"])
+                row["ratio"] = row["dtrain_images_per_s"] / t[best]
+                row["pass"] = row["ratio"] >= m["bar"]
+                row["dtrain_params"], _ = dtrain_params(dtrain, jobs[model][0])
+            summary[model] = row
+        if loader_runs:
+            train_ips = summary["mobilenet_v2"]["dtrain_images_per_s"]
+            ips = statistics.median(o["images_per_s"] for o, _ in loader_runs)
+            loader = {"images_per_s": ips, "threads": loader_runs[0][0].get("threads"),
+                      "images": loader_runs[0][0].get("images"), "peak_rss_mb": max(r for _, r in loader_runs),
+                      "training_images_per_s": train_ips, "ratio": ips / train_ips, "bar": LOADER_BAR}
+            loader["pass"] = loader["ratio"] >= LOADER_BAR
+
+    print_table(a, summary, loader, watch.summary())
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"models": summary, "loader": loader, "repeats": a.repeats, "warmup": a.warmup,
+                       "steps": a.steps, "torch": torch_version(), "load": watch.summary()}, f, indent=2)
+    passed = [r["pass"] for r in summary.values() if "pass" in r] + ([loader["pass"]] if loader else [])
+    return 0 if all(passed) else 1
+
+
+def print_table(a, summary, loader, load_summary):
+    settings = " / ".join(TORCH_SETTINGS)
+    print(f"\nmachine: {os.cpu_count()} cores; medians of {a.repeats} interleaved runs of {a.steps} steps after "
+          f"{a.warmup} warm-up steps; SGD momentum 0.9, fp32; other processes while measuring: "
+          f"{load_summary or 'not sampled'}")
+    print(f"PyTorch {torch_version()} at torch.set_num_threads {settings} (the best is the peer), fed "
+          f"pre-decoded tensors; dtrain fed by its own loader (decoding on its threads, ahead of the step)")
+    print(f"{'model':13} {'batch':>5} {'dtrain img/s':>12} {'PyTorch img/s (' + settings + ')':>26} {'ratio':>6} "
+          f"{'bar':>6} {'result':>6} {'dtrain RSS MB':>13} {'PyTorch RSS MB':>14} {'params dtrain / PyTorch':>24}")
+    for model, r in summary.items():
+        t = r["torch_images_per_s"]
+        tcols = " / ".join(f"{t[s]:.1f}" for s in TORCH_SETTINGS)
+        if "ratio" in r:
+            dparams = f"{r['dtrain_params']:,}" if r["dtrain_params"] is not None else "?"
+            print(f"{model:13} {r['batch']:5} {r['dtrain_images_per_s']:12.1f} {tcols:>26} {r['ratio']:6.2f} "
+                  f"{'>=' + str(r['bar']):>6} {'PASS' if r['pass'] else 'FAIL':>6} {r['dtrain_peak_rss_mb']:13.0f} "
+                  f"{r['torch_peak_rss_mb']:14.0f} {dparams + ' / ' + format(r['torch_params'], ','):>24}")
+        else:
+            print(f"{model:13} {r['batch']:5} {'-':>12} {tcols:>26} {'-':>6} {'>=' + str(r['bar']):>6} {'-':>6} "
+                  f"{'-':>13} {r['torch_peak_rss_mb']:14.0f} {'- / ' + format(r['torch_params'], ','):>24}")
+    if loader:
+        print(f"loader alone (dtrain bench loader, image folder at {IMAGE_SIZE}x{IMAGE_SIZE}, "
+              f"{loader['threads']} threads): {loader['images_per_s']:.1f} img/s vs mobilenet_v2 training "
+              f"{loader['training_images_per_s']:.1f} img/s: ratio {loader['ratio']:.2f} (bar >= {LOADER_BAR:g}) "
+              f"{'PASS' if loader['pass'] else 'FAIL'}; peak RSS {loader['peak_rss_mb']:.0f} MB")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", help="folder for the generated data (made where missing, kept); default a temp dir")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=5, help="untimed steps first (at least 1)")
+    ap.add_argument("--steps", type=int, default=30, help="timed steps")
+    ap.add_argument("--only", choices=list(MODELS))
+    ap.add_argument("--pytorch-only", action="store_true", help="run the PyTorch side alone")
+    ap.add_argument("--wait-for-idle", type=float, default=0, metavar="S",
+                    help="before each run wait up to S seconds for no other process to run for 2 s")
+    ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
+    ap.add_argument("--self-check", action="store_true", help="assert the models' parameter counts")
+    # The PyTorch peer process (started by the benchmark).
+    ap.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--channels-last", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.peer:
+        return run_peer(a)
+    if a.self_check:
+        return self_check(a.dtrain)
+    if a.warmup < 1 or a.steps < 1 or a.repeats < 1:
+        sys.exit("bench: --warmup, --steps and --repeats must be at least 1")
+    return bench(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

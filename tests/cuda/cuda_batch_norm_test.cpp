@@ -1,0 +1,270 @@
+// batch_norm's CUDA layer against the CPU layer on fresh random inputs, on
+// both of its paths: cuDNN (no stats reducer) and its own kernels (with a
+// reducer of one participant, which leaves the sums as they are). Training
+// forward, running statistics, backward (parameter gradients accumulated onto
+// non-zero values), inference forward and its backward; [C,H,W] and [C]
+// inputs; fused relu and relu6; without gamma or beta. Then the reducer's
+// meaning: a reducer standing for two replicas with the same slice (it
+// doubles every sum) must give what the CPU layer gives on that slice twice.
+// fp32, normwise relative error below 1e-4 (2e-5 for the running statistics,
+// where a wrong unbiased factor would show as 1e-3).
+#include "core/backend/cuda/cuda_batch_norm.h"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/backend/cuda/cuda_context.h"
+#include "core/backend/cuda/cuda_layers.h"
+#include "tests/cuda/device_compare.h"
+
+using namespace dtrain;
+using namespace dtrain::testing;
+using ops::FusedActivation;
+
+namespace {
+
+// One participant: the sums are already the batch's. Records the sizes asked.
+class AloneReducer : public StatsReducer {
+ public:
+  void allReduceSum(double* data, int64_t n) override { sizes.push_back(n); }
+  std::vector<int64_t> sizes;
+};
+
+// Two participants with identical data: every sum doubles. Reads and writes
+// the device memory in the order of the context's stream.
+class DoublingReducer : public StatsReducer {
+ public:
+  explicit DoublingReducer(CudaContext& ctx) : ctx_(ctx) {}
+  void allReduceSum(double* data, int64_t n) override {
+    std::vector<double> host(static_cast<size_t>(n));
+    ctx_.copy(host.data(), data, host.size() * sizeof(double), true);
+    for (double& v : host) v *= 2.0;
+    ctx_.copy(data, host.data(), host.size() * sizeof(double), false);
+    ctx_.synchronize();  // `host` goes away on return
+  }
+
+ private:
+  CudaContext& ctx_;
+};
+
+struct Case {
+  Shape sample;
+  int64_t batch = 5;
+  FusedActivation act = FusedActivation::None;
+  bool reducer = false;
+  bool input_gradient = true;
+  BatchNormConfig config;
+};
+
+void fuse(Layer& layer, FusedActivation act) {
+  if (act == FusedActivation::Relu) REQUIRE(layer.fuseActivation("relu"));
+  if (act == FusedActivation::Relu6) REQUIRE(layer.fuseActivation("relu6"));
+}
+
+// Host tensors and their GPU copies.
+struct Pair {
+  Tensor host, device;
+  explicit Pair(Tensor h) : host(std::move(h)), device(host.to(gpuDevice())) {}
+};
+
+Tensor uniform(const Shape& shape, std::mt19937& rng, float lo, float hi) {
+  Tensor t = Tensor::empty(shape);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = u(rng);
+  return t;
+}
+
+void compare(const Case& c) {
+  CudaContext& ctx = CudaContext::of(0);
+  ctx.setTf32(false);
+  std::mt19937 rng(4321);
+  BatchNorm cpu("bn", c.config);
+  CudaBatchNorm gpu(cpu, ctx);
+  REQUIRE(cpu.setup({c.sample}) == c.sample);
+  REQUIRE(gpu.setup({c.sample}) == c.sample);
+  fuse(cpu, c.act);
+  fuse(gpu, c.act);
+  const bool relu6 = c.act == FusedActivation::Relu6;
+
+  std::vector<Pair> params, grads, buffers;
+  for (const ParamSpec& spec : cpu.paramSpecs()) {
+    // gamma in [2, 4] and beta in [1, 3] put relu6's outputs on both sides of each kink.
+    const bool gamma = spec.name == "weight";
+    params.emplace_back(uniform(spec.shape, rng, gamma ? (relu6 ? 2.0f : 0.5f) : (relu6 ? 1.0f : -0.5f),
+                                gamma ? (relu6 ? 4.0f : 1.5f) : (relu6 ? 3.0f : 0.5f)));
+    grads.emplace_back(randomHost(spec.shape, rng, 0.5f));
+  }
+  buffers.emplace_back(randomHost(Shape{c.sample[0]}, rng, 0.3f));
+  buffers.emplace_back(uniform(Shape{c.sample[0]}, rng, 0.5f, 1.5f));
+  auto hosts = [](const std::vector<Pair>& v) {
+    std::vector<Tensor> t;
+    for (const Pair& p : v) t.push_back(p.host);
+    return t;
+  };
+  auto devices = [](const std::vector<Pair>& v) {
+    std::vector<Tensor> t;
+    for (const Pair& p : v) t.push_back(p.device);
+    return t;
+  };
+  cpu.bind(hosts(params), hosts(grads));
+  gpu.bind(devices(params), devices(grads));
+  cpu.bindBuffers(hosts(buffers));
+  gpu.bindBuffers(devices(buffers));
+
+  AloneReducer cpu_reducer, gpu_reducer;
+  LayerContext cpu_ctx, gpu_ctx;
+  if (c.reducer) {
+    cpu_ctx.stats_reducer = &cpu_reducer;
+    gpu_ctx.stats_reducer = &gpu_reducer;
+  }
+  const Shape batch_shape = c.sample.withBatch(c.batch);
+  for (bool training : {true, false}) {
+    CAPTURE(training);
+    cpu_ctx.training = gpu_ctx.training = training;
+    Tensor x = randomHost(batch_shape, rng, 2.0f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] += 0.5f;  // a mean away from 0
+    const Tensor x_gpu = x.to(gpuDevice());
+    Tensor y = Tensor::empty(batch_shape), y_gpu = Tensor::empty(batch_shape, gpuDevice());
+    cpu.forward({&x}, y, cpu_ctx);
+    gpu.forward({&x_gpu}, y_gpu, gpu_ctx);
+    CHECK_MESSAGE(relativeError(y_gpu, y) < 1e-4, "forward");
+    CHECK_MESSAGE(relativeError(buffers[0].device, buffers[0].host) < 2e-5, "running mean");
+    CHECK_MESSAGE(relativeError(buffers[1].device, buffers[1].host) < 2e-5, "running variance");
+
+    const Tensor g = randomHost(batch_shape, rng);
+    const Tensor g_gpu = g.to(gpuDevice());
+    Tensor dx = Tensor::zeros(batch_shape), dx_gpu = Tensor::zeros(batch_shape, gpuDevice());
+    cpu.backward({&x}, y, g, {c.input_gradient ? &dx : nullptr}, cpu_ctx);
+    gpu.backward({&x_gpu}, y_gpu, g_gpu, {c.input_gradient ? &dx_gpu : nullptr}, gpu_ctx);
+    if (c.input_gradient) CHECK_MESSAGE(relativeError(dx_gpu, dx) < 1e-4, "input gradient");
+    for (size_t i = 0; i < grads.size(); ++i)
+      CHECK_MESSAGE(relativeError(grads[i].device, grads[i].host) < 1e-4, "parameter gradient " << i);
+  }
+  if (c.reducer) {
+    const int64_t ch = c.sample[0];
+    const std::vector<int64_t> sizes =
+        c.input_gradient ? std::vector<int64_t>{ch + 1, ch, 2 * ch} : std::vector<int64_t>{ch + 1, ch};
+    CHECK(gpu_reducer.sizes == sizes);  // training only: inference needs no batch statistics
+    CHECK(cpu_reducer.sizes == sizes);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda: batch_norm equals the CPU batch_norm through cuDNN and through its own kernels") {
+  for (bool reducer : {false, true}) {
+    for (FusedActivation act : {FusedActivation::None, FusedActivation::Relu, FusedActivation::Relu6}) {
+      for (const Shape& sample : {Shape{6, 7, 9}, Shape{37}}) {
+        CAPTURE(reducer);
+        CAPTURE(static_cast<int>(act));
+        CAPTURE(sample.str());
+        Case c;
+        c.sample = sample;
+        c.batch = sample.rank() == 1 ? 19 : 5;
+        c.act = act;
+        c.reducer = reducer;
+        c.config.momentum = 0.5;  // the running statistics move a lot in one step
+        compare(c);
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "cuda: batch_norm without gamma or beta, and without an input gradient, equals the CPU batch_norm") {
+  for (bool reducer : {false, true}) {
+    CAPTURE(reducer);
+    Case no_center;
+    no_center.sample = Shape{4, 6, 5};
+    no_center.act = FusedActivation::Relu;
+    no_center.reducer = reducer;
+    no_center.config.center = false;
+    compare(no_center);
+
+    Case no_scale = no_center;
+    no_scale.config.center = true;
+    no_scale.config.scale = false;
+    no_scale.input_gradient = false;
+    compare(no_scale);
+
+    Case bare;
+    bare.sample = Shape{9};
+    bare.batch = 11;
+    bare.reducer = reducer;
+    bare.config.scale = bare.config.center = false;
+    compare(bare);
+  }
+}
+
+TEST_CASE("cuda: batch_norm with a reducer uses the summed statistics of every participant") {
+  // The GPU layer computes slice X and the reducer doubles every sum: the
+  // statistics are those of the batch [X; X], which the CPU layer computes
+  // alone. The GPU's parameter gradients are its own part: half the CPU's.
+  CudaContext& ctx = CudaContext::of(0);
+  ctx.setTf32(false);
+  struct Shapes {
+    Shape sample;
+    int64_t batch;
+    FusedActivation act;
+  };
+  for (const Shapes& k :
+       {Shapes{Shape{3, 5, 5}, 4, FusedActivation::Relu}, Shapes{Shape{6}, 7, FusedActivation::None}}) {
+    CAPTURE(k.sample.str());
+    std::mt19937 rng(99);
+    BatchNorm cpu("bn", BatchNormConfig{});
+    CudaBatchNorm gpu(cpu, ctx);
+    REQUIRE(cpu.setup({k.sample}) == k.sample);
+    REQUIRE(gpu.setup({k.sample}) == k.sample);
+    fuse(cpu, k.act);
+    fuse(gpu, k.act);
+    const Shape channel{k.sample[0]};
+    const Pair gamma(uniform(channel, rng, 0.5f, 1.5f)), beta(uniform(channel, rng, -0.5f, 0.5f));
+    const Pair dgamma(Tensor::zeros(channel)), dbeta(Tensor::zeros(channel));
+    const Pair mean(Tensor::zeros(channel)), var(uniform(channel, rng, 0.5f, 1.5f));
+    cpu.bind({gamma.host, beta.host}, {dgamma.host, dbeta.host});
+    gpu.bind({gamma.device, beta.device}, {dgamma.device, dbeta.device});
+    cpu.bindBuffers({mean.host, var.host});
+    gpu.bindBuffers({mean.device, var.device});
+
+    const Shape half = k.sample.withBatch(k.batch), whole = k.sample.withBatch(2 * k.batch);
+    const Tensor x = randomHost(half, rng, 2.0f), g = randomHost(half, rng);
+    Tensor x2 = Tensor::empty(whole), g2 = Tensor::empty(whole);
+    for (int64_t part : {0, 1}) {
+      x2.narrow(part * k.batch, k.batch).copyFrom(x);
+      g2.narrow(part * k.batch, k.batch).copyFrom(g);
+    }
+    Tensor y2 = Tensor::empty(whole), dx2 = Tensor::empty(whole);
+    cpu.forward({&x2}, y2, LayerContext{});
+    cpu.backward({&x2}, y2, g2, {&dx2}, LayerContext{});
+
+    DoublingReducer doubling(ctx);
+    LayerContext lc;
+    lc.stats_reducer = &doubling;
+    const Tensor x_gpu = x.to(gpuDevice()), g_gpu = g.to(gpuDevice());
+    Tensor y_gpu = Tensor::empty(half, gpuDevice()), dx_gpu = Tensor::empty(half, gpuDevice());
+    gpu.forward({&x_gpu}, y_gpu, lc);
+    gpu.backward({&x_gpu}, y_gpu, g_gpu, {&dx_gpu}, lc);
+
+    CHECK(relativeError(y_gpu, y2.narrow(0, k.batch)) < 1e-4);
+    CHECK(relativeError(dx_gpu, dx2.narrow(0, k.batch)) < 1e-4);
+    CHECK(relativeError(mean.device, mean.host) < 2e-5);
+    CHECK(relativeError(var.device, var.host) < 2e-5);  // unbiased with the summed count
+    Tensor twice = dgamma.device.to(Device::cpu());
+    twice.add(twice);
+    CHECK(relativeError(twice, dgamma.host) < 1e-4);
+    twice = dbeta.device.to(Device::cpu());
+    twice.add(twice);
+    CHECK(relativeError(twice, dbeta.host) < 1e-4);
+  }
+}
+
+TEST_CASE("cuda: the GPU layer registry makes a CUDA batch_norm") {
+  CudaContext& ctx = CudaContext::of(0);
+  LayerOptions options("bn", "batch_norm", SourcePos{"job.toml", 3, 1});
+  std::unique_ptr<Layer> layer = cudaLayers(ctx).create("batch_norm", "bn", options, LayerDefaults{});
+  CHECK(layer->type() == "batch_norm");
+  CHECK(dynamic_cast<CudaBatchNorm*>(layer.get()) != nullptr);
+}
