@@ -16,6 +16,7 @@ Usage: make_image_data.py cifar DIR [--records-per-file 1000] [--test-records 10
        make_image_data.py folder DIR [--classes 2] [--per-class 600] [--seed 0]
 """
 import argparse
+import importlib.util
 import os
 import struct
 import sys
@@ -33,11 +34,7 @@ FOLDER_SIZES = [(128, 128), (160, 120), (150, 200), (176, 144), (200, 200), (140
 
 
 def have_pil():
-    try:
-        import PIL.Image  # noqa: F401
-        return True
-    except ImportError:
-        return False
+    return importlib.util.find_spec("PIL") is not None
 
 
 def stripes(rng, labels, h, w, angle_step, tints):

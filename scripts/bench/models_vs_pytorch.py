@@ -18,8 +18,9 @@ What each side is charged for (the bar is on the training step):
   PyTorch  a process of this script (--peer): the data decoded once before timing (for the
            image folder with PIL: RGB, bilinear resize to 96x96, /255, mean/std), batches
            sliced from a seeded permutation, the flips drawn per batch inside the timed
-           step. images/s the same way, after the same warm-up. Run at each thread setting
-           (torch.set_num_threads 1 and 2); the best is the peer.
+           step. images/s the same way, after the same warm-up. Run at each setting
+           (torch.set_num_threads 1 and 2, each in NCHW and in channels_last memory format);
+           the best is the peer.
 The loader alone: `dtrain bench loader JOB` on the mobilenet_v2 job (decode, resize,
 normalise, flip into batches, no training); bar: >= 3x the images/s dtrain's training step
 consumes (the mobilenet_v2 figure above).
@@ -34,15 +35,14 @@ dtrain binary knows the presets compares `dtrain check`'s counts with them.
 
 Exit status: 0 when every bar passes, 1 when one fails.
 
-Usage: scripts/bench/models_vs_pytorch.py [--data DIR] [--repeats 3] [--warmup 5] [--steps 30]
-           [--only resnet20|mobilenet_v2] [--pytorch-only] [--wait-for-idle S]
+Usage: scripts/bench/models_vs_pytorch.py [--data DIR] [--repeats 3] [--warmup 3] [--steps N]
+           [--only resnet20|mobilenet_v2] [--torch-settings 1t,2t,1t+cl,2t+cl] [--pytorch-only] [--wait-for-idle S]
            [--json FILE] [--dtrain PATH]
        scripts/bench/models_vs_pytorch.py --self-check [--dtrain PATH]
 """
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -56,8 +56,12 @@ import distributed_vs_pytorch as load  # noqa: E402  (wait_for_idle, LoadWatch)
 import make_image_data  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
-TORCH_SETTINGS = {"1t": 1, "2t": 2}  # torch.set_num_threads; the best is the peer
+# PyTorch's settings tried: torch.set_num_threads, and whether the model and data are in
+# channels_last memory format (oneDNN's preferred layout on CPUs: it spares the reorders
+# around each convolution, and doubled MobileNetV2's speed here). The best is the peer.
+TORCH_SETTINGS = {"1t": (1, False), "2t": (2, False), "1t+cl": (1, True), "2t+cl": (2, True)}
 LOADER_BAR = 3.0
+LOADER_BATCHES = 50  # timed batches of 64: about three passes over the folder's 1,080 training images
 IMAGE_SIZE = 96
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
@@ -66,9 +70,9 @@ LR, MOMENTUM, SEED = 0.05, 0.9, 0
 
 # name -> what it trains on and how; "classes" is the generated data's.
 MODELS = {
-    "resnet20": {"data": "cifar10", "batch": 128, "bar": 1.2, "classes": 10,
+    "resnet20": {"data": "cifar10", "batch": 128, "bar": 1.2, "classes": 10, "steps": 20,
                  "model_toml": 'preset = "resnet"\ndepth = 20\n'},
-    "mobilenet_v2": {"data": "image_folder", "batch": 64, "bar": 1.2, "classes": 2, "width": 1.0,
+    "mobilenet_v2": {"data": "image_folder", "batch": 64, "bar": 1.2, "classes": 2, "width": 1.0, "steps": 10,
                      "model_toml": 'preset = "mobilenet_v2"\nwidth = 1.0\n'},
 }
 
@@ -124,7 +128,7 @@ momentum = {MOMENTUM}
 
 # ---------------------------------------------------------------------------- dtrain side
 
-def dtrain_train(dtrain, model, job, run_dir, warmup):
+def dtrain_train(dtrain, job, run_dir, warmup):
     """(images/s after the warm-up, peak RSS MB) of one `dtrain train`."""
     load.wait_for_idle()
     _, rss = run_with_rss([dtrain, "train", job, "--quiet", "--overwrite"])
@@ -141,7 +145,7 @@ def dtrain_train(dtrain, model, job, run_dir, warmup):
 def dtrain_loader(dtrain, job):
     """(the JSON `dtrain bench loader` prints, peak RSS MB)."""
     load.wait_for_idle()
-    out, rss = run_with_rss([dtrain, "bench", "loader", job])
+    out, rss = run_with_rss([dtrain, "bench", "loader", job, "--json", "--batches", str(LOADER_BATCHES)])
     lines = [l for l in out.splitlines() if l.startswith("{")]
     if not lines:
         sys.exit(f"bench: `dtrain bench loader {job}` printed no JSON line:\n{out[-2000:]}")
@@ -173,7 +177,9 @@ def read_cifar(data_dir):
 
 def read_image_folder(root):
     """(float [N,3,96,96] normalised, int64 [N]): every image of root/<class>/, classes in
-    sorted order, decoded with PIL to RGB and resized bilinearly."""
+    sorted order, decoded with PIL to RGB and resized with its antialiased bilinear filter
+    (dtrain resizes with stb_image_resize's default filters: the pixels differ a little,
+    the work of a training step not at all)."""
     import numpy as np
     try:
         from PIL import Image
@@ -250,46 +256,48 @@ def run_peer(a):
 def torch_train(model, setting, data_dir, warmup, steps):
     """(the peer's JSON, peak RSS MB)."""
     load.wait_for_idle()
+    threads, channels_last = TORCH_SETTINGS[setting]
     out, rss = run_with_rss(["/usr/bin/python3", os.path.abspath(__file__), "--peer", "--model", model,
-                             "--threads", str(TORCH_SETTINGS[setting]), "--data", data_dir,
-                             "--warmup", str(warmup), "--steps", str(steps)])
+                             "--threads", str(threads), "--data", data_dir, "--warmup", str(warmup),
+                             "--steps", str(steps)] + (["--channels-last"] if channels_last else []))
     return json.loads(out.strip().splitlines()[-1]), rss
 
 
 # ---------------------------------------------------------------------------- self-check
 
 def self_check(dtrain):
-    """Asserts the PyTorch models' parameter counts and output shapes; compares dtrain's
-    counts from `dtrain check` (on synthetic data of the same shape and classes) when the
-    binary is there. Returns the exit status."""
+    """Checks the PyTorch models' parameter counts against the published ones and their
+    output shapes; compares dtrain's counts from `dtrain check` (on synthetic data of the
+    same shape and classes) when the binary knows the presets. Returns the exit status:
+    1 when a count or shape differs."""
     import torch
     from model_peers import PUBLISHED_PARAMS, build, param_count
-    shapes = {"resnet20": 32, "resnet32": 32, "resnet56": 32, "resnet18": 224, "mobilenet_v2": 224}
-    failed = False
+    sides = {"resnet20": 32, "resnet32": 32, "resnet56": 32, "resnet18": 224, "mobilenet_v2": 224}
+    failures = []
     with tempfile.TemporaryDirectory() as work:
         for (name, classes), published in PUBLISHED_PARAMS.items():
-            net = build(name, classes)
+            net, side = build(name, classes), sides[name]
             got = param_count(net)
-            side = shapes[name]
             with torch.no_grad():
                 out = tuple(net.eval()(torch.zeros(1, 3, side, side)).shape)
-            assert got == published, f"PyTorch {name} at {classes} classes has {got:,} parameters, not {published:,}"
-            assert out == (1, classes), f"PyTorch {name} gives output {out} for one {side}x{side} image"
-            line = f"{name:13} {classes:5} classes  PyTorch {got:>11,} = published {published:>11,}  ({got / 1e6:.2f}M)"
+            ok = got == published and out == (1, classes)
+            line = (f"{name:13} {classes:5} classes  PyTorch {got:>11,} {'=' if got == published else '!='} "
+                    f"published {published:>11,} ({got / 1e6:.2f}M), output {list(out)} for {side}x{side}")
+            if not ok:
+                failures.append(f"PyTorch {name}")
             dt, why = dtrain_check_count(dtrain, name, classes, side, work)
             if dt is None:
-                line += f"  dtrain: not checked ({why})"
+                line += f"; dtrain not checked: {why}"
             else:
-                ok = dt == published
-                failed |= not ok
-                line += f"  dtrain {dt:>11,} {'PASS' if ok else 'FAIL'}"
-                if not ok:
+                line += f"; dtrain {dt:,} {'=' if dt == published else '!='} published"
+                if dt != published:
+                    failures.append(f"dtrain {name}")
                     buffers = sum(b.numel() for k, b in net.named_buffers() if "running" in k)
                     if dt - published == buffers:
-                        line += " (the difference is BatchNorm's running mean and variance: not parameters)"
+                        line += " (the difference is BatchNorm's running mean and variance, which are not parameters)"
             print(line)
-    print("self-check: PyTorch models match the published counts" + ("; dtrain differs" if failed else ""))
-    return 1 if failed else 0
+    print("self-check: " + (f"FAIL ({', '.join(failures)})" if failures else "PASS"))
+    return 1 if failures else 0
 
 
 def dtrain_check_count(dtrain, name, classes, side, work):
@@ -311,16 +319,13 @@ def dtrain_check_count(dtrain, name, classes, side, work):
 
 # ---------------------------------------------------------------------------- benchmark
 
-def median_of(runs, key=None):
-    return statistics.median([r[key] if key else r for r in runs])
-
-
 def bench(a):
     dtrain = a.dtrain
     if not a.pytorch_only and not os.path.exists(dtrain):
         sys.exit(f"bench: {dtrain} not found; run scripts/build.sh first (or --pytorch-only)")
     models = [a.only] if a.only else list(MODELS)
-    results, loader = {}, None
+    steps = {m: a.steps or MODELS[m]["steps"] for m in models}
+    results, loader_runs = {}, []
     with tempfile.TemporaryDirectory() as work:
         data_root = a.data or os.path.join(work, "data")
         t = time.perf_counter()
@@ -328,13 +333,13 @@ def bench(a):
         print(f"data: {data_root} ({time.perf_counter() - t:.1f} s to prepare)", flush=True)
         jobs = {}
         for model in models:
+            kind = MODELS[model]["data"]
             run_dir = os.path.join(work, f"run_{model}")
-            jobs[model] = (write_model_job(os.path.join(work, f"bench_{model}.toml"), model, run_dir,
-                                           a.warmup + a.steps, data_toml(MODELS[model]["data"],
-                                                                         dirs[MODELS[model]["data"]])), run_dir)
-            results[model] = {"dtrain": [], "dtrain_rss": [], "torch": {s: [] for s in TORCH_SETTINGS},
-                              "torch_rss": {s: [] for s in TORCH_SETTINGS}}
-        loader_runs = []
+            job = write_model_job(os.path.join(work, f"bench_{model}.toml"), model, run_dir,
+                                  a.warmup + steps[model], data_toml(kind, dirs[kind]))
+            jobs[model] = (job, run_dir)
+            results[model] = {"dtrain": [], "dtrain_rss": [], "torch": {s: [] for s in a.torch_settings},
+                              "torch_rss": {s: [] for s in a.torch_settings}}
         load.WAIT_FOR_IDLE_S = a.wait_for_idle
         watch = load.LoadWatch()
         watch.part = "measuring"
@@ -343,12 +348,12 @@ def bench(a):
             for model in models:
                 res = results[model]
                 if not a.pytorch_only:
-                    ips, rss = dtrain_train(dtrain, model, *jobs[model], a.warmup)
+                    ips, rss = dtrain_train(dtrain, *jobs[model], a.warmup)
                     res["dtrain"].append(ips)
                     res["dtrain_rss"].append(rss)
                     print(f"round {r + 1}: {model} dtrain {ips:.1f} img/s", flush=True)
-                for s in TORCH_SETTINGS:
-                    out, rss = torch_train(model, s, dirs[MODELS[model]["data"]], a.warmup, a.steps)
+                for s in a.torch_settings:
+                    out, rss = torch_train(model, s, dirs[MODELS[model]["data"]], a.warmup, steps[model])
                     res["torch"][s].append(out)
                     res["torch_rss"][s].append(rss)
                     print(f"round {r + 1}: {model} PyTorch {s} {out['images_per_s']:.1f} img/s "
@@ -358,80 +363,102 @@ def bench(a):
                 loader_runs.append((out, rss))
                 print(f"round {r + 1}: dtrain bench loader {out['images_per_s']:.1f} img/s", flush=True)
         watch.stop()
+        summary = {m: summarise(a, m, results[m], jobs[m][0]) for m in models}
+    loader = summarise_loader(loader_runs, summary) if loader_runs else None
 
-        summary = {}
-        for model in models:
-            res, m = results[model], MODELS[model]
-            t = {s: median_of(v, "images_per_s") for s, v in res["torch"].items()}
-            best = max(t, key=t.get)
-            row = {"batch": m["batch"], "torch_images_per_s": t, "torch_best": best,
-                   "torch_params": res["torch"][best][0]["params"],
-                   "torch_peak_rss_mb": max(res["torch_rss"][best]), "bar": m["bar"]}
-            if not a.pytorch_only:
-                row["dtrain_images_per_s"] = statistics.median(res["dtrain"])
-                row["dtrain_peak_rss_mb"] = max(res["dtrain_rss"])
-                row["ratio"] = row["dtrain_images_per_s"] / t[best]
-                row["pass"] = row["ratio"] >= m["bar"]
-                row["dtrain_params"], _ = dtrain_params(dtrain, jobs[model][0])
-            summary[model] = row
-        if loader_runs:
-            train_ips = summary["mobilenet_v2"]["dtrain_images_per_s"]
-            ips = statistics.median(o["images_per_s"] for o, _ in loader_runs)
-            loader = {"images_per_s": ips, "threads": loader_runs[0][0].get("threads"),
-                      "images": loader_runs[0][0].get("images"), "peak_rss_mb": max(r for _, r in loader_runs),
-                      "training_images_per_s": train_ips, "ratio": ips / train_ips, "bar": LOADER_BAR}
-            loader["pass"] = loader["ratio"] >= LOADER_BAR
-
-    print_table(a, summary, loader, watch.summary())
+    print_table(a, steps, summary, loader, watch.summary())
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"models": summary, "loader": loader, "repeats": a.repeats, "warmup": a.warmup,
-                       "steps": a.steps, "torch": torch_version(), "load": watch.summary()}, f, indent=2)
+                       "steps": steps, "torch": torch_version(), "load": watch.summary()}, f, indent=2)
     passed = [r["pass"] for r in summary.values() if "pass" in r] + ([loader["pass"]] if loader else [])
     return 0 if all(passed) else 1
 
 
-def print_table(a, summary, loader, load_summary):
-    settings = " / ".join(TORCH_SETTINGS)
-    print(f"\nmachine: {os.cpu_count()} cores; medians of {a.repeats} interleaved runs of {a.steps} steps after "
-          f"{a.warmup} warm-up steps; SGD momentum 0.9, fp32; other processes while measuring: "
-          f"{load_summary or 'not sampled'}")
-    print(f"PyTorch {torch_version()} at torch.set_num_threads {settings} (the best is the peer), fed "
-          f"pre-decoded tensors; dtrain fed by its own loader (decoding on its threads, ahead of the step)")
-    print(f"{'model':13} {'batch':>5} {'dtrain img/s':>12} {'PyTorch img/s (' + settings + ')':>26} {'ratio':>6} "
-          f"{'bar':>6} {'result':>6} {'dtrain RSS MB':>13} {'PyTorch RSS MB':>14} {'params dtrain / PyTorch':>24}")
+def summarise(a, model, res, job):
+    """One model's medians, the best PyTorch setting, the ratio against it and the bar."""
+    m = MODELS[model]
+    t = {s: statistics.median(o["images_per_s"] for o in runs) for s, runs in res["torch"].items()}
+    best = max(t, key=t.get)
+    row = {"batch": m["batch"], "torch_images_per_s": t, "torch_best": best,
+           "torch_params": res["torch"][best][0]["params"], "torch_peak_rss_mb": max(res["torch_rss"][best]),
+           "bar": m["bar"]}
+    if res["dtrain"]:
+        row["dtrain_images_per_s"] = statistics.median(res["dtrain"])
+        row["dtrain_peak_rss_mb"] = max(res["dtrain_rss"])
+        row["ratio"] = row["dtrain_images_per_s"] / t[best]
+        row["pass"] = row["ratio"] >= m["bar"]
+        row["dtrain_params"], _ = dtrain_params(a.dtrain, job)
+    return row
+
+
+def summarise_loader(runs, summary):
+    train_ips = summary["mobilenet_v2"]["dtrain_images_per_s"]
+    ips = statistics.median(o["images_per_s"] for o, _ in runs)
+    loader = {"images_per_s": ips, "threads": runs[0][0].get("threads"), "images": runs[0][0].get("images"),
+              "peak_rss_mb": max(r for _, r in runs), "training_images_per_s": train_ips,
+              "ratio": ips / train_ips, "bar": LOADER_BAR}
+    loader["pass"] = loader["ratio"] >= LOADER_BAR
+    return loader
+
+
+def print_table(a, steps, summary, loader, load_summary):
+    settings = " / ".join(a.torch_settings)
+    runs = ", ".join(f"{m} {n}" for m, n in steps.items())
+    print(f"\nmachine: {os.cpu_count()} cores; medians of {a.repeats} interleaved runs of {a.warmup} warm-up "
+          f"steps and then timed steps ({runs}); SGD momentum 0.9, lr 0.05, fp32; other processes while "
+          f"measuring: {load_summary or 'not sampled'}")
+    print(f"PyTorch {torch_version()} at settings {settings} (threads; +cl = channels_last), the best is the "
+          f"peer, fed pre-decoded tensors; dtrain fed by its own loader (decoding on its threads, ahead of the "
+          f"step)")
+    torch_head = f"PyTorch img/s ({settings})"
+    print(f"{'model':13} {'batch':>5} {'dtrain img/s':>12} {torch_head:>38} {'best':>6} {'ratio':>6} {'bar':>6} "
+          f"{'result':>6} {'dtrain RSS MB':>13} {'PyTorch RSS MB':>14} {'params dtrain / PyTorch':>25}")
     for model, r in summary.items():
         t = r["torch_images_per_s"]
-        tcols = " / ".join(f"{t[s]:.1f}" for s in TORCH_SETTINGS)
-        if "ratio" in r:
-            dparams = f"{r['dtrain_params']:,}" if r["dtrain_params"] is not None else "?"
-            print(f"{model:13} {r['batch']:5} {r['dtrain_images_per_s']:12.1f} {tcols:>26} {r['ratio']:6.2f} "
-                  f"{'>=' + str(r['bar']):>6} {'PASS' if r['pass'] else 'FAIL':>6} {r['dtrain_peak_rss_mb']:13.0f} "
-                  f"{r['torch_peak_rss_mb']:14.0f} {dparams + ' / ' + format(r['torch_params'], ','):>24}")
-        else:
-            print(f"{model:13} {r['batch']:5} {'-':>12} {tcols:>26} {'-':>6} {'>=' + str(r['bar']):>6} {'-':>6} "
-                  f"{'-':>13} {r['torch_peak_rss_mb']:14.0f} {'- / ' + format(r['torch_params'], ','):>24}")
+        tcols = " / ".join(f"{t[s]:.1f}" for s in a.torch_settings)
+        dash = "-"
+        d_ips = f"{r['dtrain_images_per_s']:.1f}" if "ratio" in r else dash
+        ratio = f"{r['ratio']:.2f}" if "ratio" in r else dash
+        result = ("PASS" if r["pass"] else "FAIL") if "ratio" in r else dash
+        d_rss = f"{r['dtrain_peak_rss_mb']:.0f}" if "ratio" in r else dash
+        d_params = f"{r['dtrain_params']:,}" if r.get("dtrain_params") is not None else ("?" if "ratio" in r else dash)
+        params = f"{d_params} / {r['torch_params']:,}"
+        print(f"{model:13} {r['batch']:5} {d_ips:>12} {tcols:>38} {r['torch_best']:>6} {ratio:>6} "
+              f"{'>=' + format(r['bar'], 'g'):>6} {result:>6} {d_rss:>13} {r['torch_peak_rss_mb']:14.0f} {params:>25}")
     if loader:
-        print(f"loader alone (dtrain bench loader, image folder at {IMAGE_SIZE}x{IMAGE_SIZE}, "
-              f"{loader['threads']} threads): {loader['images_per_s']:.1f} img/s vs mobilenet_v2 training "
-              f"{loader['training_images_per_s']:.1f} img/s: ratio {loader['ratio']:.2f} (bar >= {LOADER_BAR:g}) "
-              f"{'PASS' if loader['pass'] else 'FAIL'}; peak RSS {loader['peak_rss_mb']:.0f} MB")
+        print(f"loader alone (dtrain bench loader on the mobilenet_v2 job: image folder, {IMAGE_SIZE}x{IMAGE_SIZE}, "
+              f"{loader['threads']} threads, {loader['images']} images): {loader['images_per_s']:.1f} img/s against "
+              f"dtrain's mobilenet_v2 training {loader['training_images_per_s']:.1f} img/s = "
+              f"{loader['ratio']:.2f} (bar >= {LOADER_BAR:g}) {'PASS' if loader['pass'] else 'FAIL'}; "
+              f"peak RSS {loader['peak_rss_mb']:.0f} MB")
+
+
+def settings_list(text):
+    names = [s for s in text.split(",") if s]
+    unknown = [s for s in names if s not in TORCH_SETTINGS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown setting {','.join(unknown) or text!r}; known: "
+                                         f"{', '.join(TORCH_SETTINGS)}")
+    return names
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", help="folder for the generated data (made where missing, kept); default a temp dir")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--warmup", type=int, default=5, help="untimed steps first (at least 1)")
-    ap.add_argument("--steps", type=int, default=30, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps first (at least 1)")
+    ap.add_argument("--steps", type=int, default=0, help="timed steps (default: resnet20 20, mobilenet_v2 10)")
     ap.add_argument("--only", choices=list(MODELS))
+    ap.add_argument("--torch-settings", type=settings_list, default=list(TORCH_SETTINGS),
+                    help=f"comma-separated, of {','.join(TORCH_SETTINGS)} (default: all)")
     ap.add_argument("--pytorch-only", action="store_true", help="run the PyTorch side alone")
     ap.add_argument("--wait-for-idle", type=float, default=0, metavar="S",
                     help="before each run wait up to S seconds for no other process to run for 2 s")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
     ap.add_argument("--self-check", action="store_true", help="assert the models' parameter counts")
-    # The PyTorch peer process (started by the benchmark).
+    # The PyTorch peer process (started by the benchmark); --data is then the model's data folder.
     ap.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
@@ -441,8 +468,8 @@ def main():
         return run_peer(a)
     if a.self_check:
         return self_check(a.dtrain)
-    if a.warmup < 1 or a.steps < 1 or a.repeats < 1:
-        sys.exit("bench: --warmup, --steps and --repeats must be at least 1")
+    if a.warmup < 1 or a.steps < 0 or a.repeats < 1:
+        sys.exit("bench: --warmup and --repeats must be at least 1, --steps at least 0")
     return bench(a)
 
 

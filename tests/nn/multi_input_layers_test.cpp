@@ -312,3 +312,18 @@ TEST_CASE("the model refuses add and concat with fewer than two inputs, naming t
         "job.toml:7:1: layer 'sum' (add) sums inputs of one shape, but input 0 is [3,4,4] "
         "and input 1 is [2,4,4]");
 }
+
+TEST_CASE("add with a fused relu: values, and gradients masked by the output") {
+  Rng rng(43);
+  Harness h(std::make_unique<Add>("sum"), std::vector<Shape>{Shape{2, 3, 4}, Shape{2, 3, 4}}, 3, rng);
+  REQUIRE(h.layer->fuseActivation("relu"));
+  CHECK_FALSE(h.layer->fuseActivation("relu"));  // once
+  CHECK(h.layer->describe() == "relu fused");
+  // The sums stay at least 0.02 away from the kink, farther than the gradcheck's step.
+  fillDistinct(h.xs[0], rng, 0.1f);
+  for (int64_t i = 0; i < h.xs[1].numel(); ++i) h.xs[1].data()[i] = 0.01f * rng.uniform(-1.0f, 1.0f);
+  h.forward();
+  for (int64_t i = 0; i < h.y.numel(); ++i)
+    CHECK(h.y.data()[i] == std::max(h.xs[0].data()[i] + h.xs[1].data()[i], 0.0f));
+  expectGradOk(h, rng);
+}

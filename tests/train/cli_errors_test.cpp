@@ -70,7 +70,24 @@ TEST_CASE("check prints the resolved job and the model summary") {
   RunResult r = runDtrain({"check", std::string(DTRAIN_SOURCE_DIR) + "/configs/fashion_cnn.toml"});
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK(r.output.find("[optimizer]") != std::string::npos);
-  CHECK(r.output.find("conv2        conv2d") != std::string::npos);
+  CHECK(r.output.find("conv2     conv2d") != std::string::npos);  // columns as wide as the longest name
+  CHECK(r.output.find("relu2     relu      fused into conv2") != std::string::npos);
   // Total parameters of the cnn preset: 320 + 18,496 + 401,536 + 1,290.
   CHECK(r.output.find("421,642") != std::string::npos);
+}
+
+TEST_CASE("check shows the resnet and mobilenet_v2 presets with their parameter counts") {
+  RunResult r = runDtrain({"check", std::string(DTRAIN_SOURCE_DIR) + "/configs/fashion_resnet20.toml"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  // ResNet-20 on one grey channel: 272,474 - 2 * 16 * 9 (the first convolution's 2 missing channels).
+  CHECK(r.output.find("272,186") != std::string::npos);
+  CHECK(r.output.find("of stage1_block1_b_bn, stem_relu") != std::string::npos);  // the residual add's inputs
+  CHECK(r.output.find("fused into stage3_block3_add") != std::string::npos);
+  RunResult m = runDtrain({"check", std::string(DTRAIN_SOURCE_DIR) + "/configs/fashion_resnet20.toml", "--set",
+                           "model.preset=mobilenet_v2", "--set", "data.dataset=synthetic", "--set",
+                           "data.shape=[3, 96, 96]", "--set", "data.classes=1000", "--set", "data.mean=[]", "--set",
+                           "data.std=[]"});
+  REQUIRE_MESSAGE(m.exit_code == 0, m.output);
+  CHECK(m.output.find("3,504,872") != std::string::npos);  // torchvision's mobilenet_v2 at 1000 classes
+  CHECK(m.output.find("block17_depthwise") != std::string::npos);
 }

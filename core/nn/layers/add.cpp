@@ -1,5 +1,7 @@
 #include "core/nn/layers/add.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 #include "core/nn/layers/layer_util.h"
 
@@ -10,6 +12,11 @@ namespace {
 // y = a + b; y may be a (the running sum of three or more inputs).
 void sumOf(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+// y = max(a + b, 0): the last sum with the fused relu.
+void sumRelu(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::max(a[i] + b[i], 0.0f);
 }
 
 }  // namespace
@@ -33,16 +40,39 @@ Shape Add::setup(const std::vector<Shape>& inputs) {
   return inputs[0];
 }
 
+bool Add::fuseActivation(const std::string& type) {
+  if (type != "relu" || relu_) return false;
+  relu_ = true;
+  return true;
+}
+
 void Add::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
   const int64_t n = out.numel();
-  sumOf(in[0]->data(), in[1]->data(), out.data(), n);
-  for (size_t i = 2; i < in.size(); ++i) sumOf(out.data(), in[i]->data(), out.data(), n);
+  const size_t last = in.size() - 1;
+  const float* sum = in[0]->data();
+  for (size_t i = 1; i < in.size(); ++i) {
+    (relu_ && i == last ? sumRelu : sumOf)(sum, in[i]->data(), out.data(), n);
+    sum = out.data();
+  }
 }
 
 void Add::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                    const std::vector<Tensor*>& din, const LayerContext& ctx) {
-  for (Tensor* d : din)
-    if (d) d->copyFrom(dout);
+  const Tensor* first = nullptr;  // the first gradient written; the others copy it
+  for (Tensor* d : din) {
+    if (!d) continue;
+    if (first) {
+      d->copyFrom(*first);
+    } else if (relu_) {
+      const float* y = out.data();
+      const float* g = dout.data();
+      float* dx = d->data();
+      for (int64_t i = 0, n = dout.numel(); i < n; ++i) dx[i] = y[i] > 0.0f ? g[i] : 0.0f;
+    } else {
+      d->copyFrom(dout);
+    }
+    first = d;
+  }
 }
 
 }  // namespace dtrain

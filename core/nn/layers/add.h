@@ -1,6 +1,8 @@
 // add: the element-wise sum of two or more inputs of one per-sample shape (a
 // residual connection: ResNet's block output plus its shortcut). No options.
-// Backward hands the output's gradient to every input unchanged.
+// Backward hands the output's gradient to every input unchanged. A following
+// relu that reads only the sum (ResNet's block output) is fused: applied in
+// the same pass, and its mask applied to the gradient handed back.
 //
 // Ownership and threading: as every Layer; stateless.
 #pragma once
@@ -26,11 +28,14 @@ class Add : public Layer {
   void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
-  int64_t forwardFlops() const override { return (inputs_ - 1) * elements_; }
+  int64_t forwardFlops() const override { return (inputs_ - 1 + (relu_ ? 1 : 0)) * elements_; }
+  std::string describe() const override { return relu_ ? "relu fused" : ""; }
+  bool fuseActivation(const std::string& type) override;
 
  protected:               // the CUDA layer (core/backend/cuda/cuda_add.h) computes with these
   int64_t elements_ = 0;  // per sample
   int64_t inputs_ = 0;
+  bool relu_ = false;  // a following relu fused into this layer
 };
 
 }  // namespace dtrain
