@@ -48,6 +48,9 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
   JobConfig job = configured;
   // threads = 0 means "the cores": shared by this host's workers.
   if (job.job.threads == 0) job.job.threads = std::max(1, resolveThreads(0) / assignment.local_workers);
+  // So are the decoding threads of file datasets (each worker decodes its slice of every batch).
+  if (job.data.loader_threads == 0 && job.data.dataset == "image_folder")
+    job.data.loader_threads = std::max(1, resolveThreads(0) / assignment.local_workers);
   WorkerSession session(job, assignment, hooks.before_abort_exit);
   options.strategy = session.strategy();
   options.local_index = assignment.localIndex();
