@@ -13,7 +13,7 @@ The same architectures as `preset = "resnet"` and `preset = "mobilenet_v2"` buil
   mobilenet_v2(width)  torchvision's mobilenet_v2 (Sandler et al. 2018), layer for layer.
 
 torchvision is not needed (Debian's python3-torch comes without it); the counts its models
-have are in PUBLISHED_PARAMS, and `models_vs_pytorch.py --self-check` asserts them.
+have are in PUBLISHED_PARAMS, and `models_vs_pytorch.py --self-check` checks them.
 """
 import torch
 

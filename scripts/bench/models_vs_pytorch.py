@@ -59,7 +59,8 @@ import make_image_data  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 # PyTorch's settings tried: torch.set_num_threads, and whether the model and data are in
 # channels_last memory format (oneDNN's preferred layout on CPUs: it spares the reorders
-# around each convolution, and doubled MobileNetV2's speed here). The best is the peer.
+# around each convolution; MobileNetV2 ran 1.6x as fast in it here, ResNet-20 a little
+# slower). The best is the peer; --torch-settings 1t,2t keeps to the default layout.
 TORCH_SETTINGS = {"1t": (1, False), "2t": (2, False), "1t+cl": (1, True), "2t+cl": (2, True)}
 LOADER_BAR = 3.0
 LOADER_BATCHES = 50  # timed batches of 64: about three passes over the folder's 1,080 training images
@@ -351,7 +352,7 @@ def bench(a):
                               "torch_rss": {s: [] for s in a.torch_settings}}
         load.WAIT_FOR_IDLE_S = a.wait_for_idle
         watch = load.LoadWatch()
-        watch.part = "measuring"
+        watch.part = "all runs"
         # Interleave the programs so drift in machine load hits them alike.
         for r in range(a.repeats):
             for model in models:
@@ -415,8 +416,8 @@ def print_table(a, steps, summary, loader, load_summary):
     settings = " / ".join(a.torch_settings)
     runs = ", ".join(f"{m} {n}" for m, n in steps.items())
     print(f"\nmachine: {os.cpu_count()} cores; medians of {a.repeats} interleaved runs of {a.warmup} warm-up "
-          f"steps and then timed steps ({runs}); SGD momentum 0.9, lr 0.05, fp32; other processes while "
-          f"measuring: {load_summary or 'not sampled'}")
+          f"steps and then timed steps ({runs}); SGD momentum 0.9, lr 0.05, fp32")
+    print(f"share of load samples (twice a second) with another process running: {load_summary or 'none taken'}")
     print(f"PyTorch {torch_version()} at settings {settings} (threads; +cl = channels_last), the best is the "
           f"peer, fed pre-decoded tensors; dtrain fed by its own loader (decoding on its threads, ahead of the "
           f"step)")
