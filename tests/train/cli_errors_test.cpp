@@ -83,10 +83,10 @@ TEST_CASE("check shows the resnet and mobilenet_v2 presets with their parameter 
   CHECK(r.output.find("272,186") != std::string::npos);
   CHECK(r.output.find("of stage1_block1_b_bn, stem_relu") != std::string::npos);  // the residual add's inputs
   CHECK(r.output.find("fused into stage3_block3_add") != std::string::npos);
-  RunResult m = runDtrain({"check", std::string(DTRAIN_SOURCE_DIR) + "/configs/fashion_resnet20.toml", "--set",
-                           "model.preset=mobilenet_v2", "--set", "data.dataset=synthetic", "--set",
-                           "data.shape=[3, 96, 96]", "--set", "data.classes=1000", "--set", "data.mean=[]", "--set",
-                           "data.std=[]"});
+  RunResult m = runDtrain({"check", std::string(DTRAIN_SOURCE_DIR) + "/configs/fashion_resnet20.toml",
+                           "--set", "model.preset=mobilenet_v2", "--set", "data.dataset=synthetic", "--set",
+                           "data.shape=[3, 96, 96]", "--set", "data.classes=1000", "--set", "data.mean=[]",
+                           "--set", "data.std=[]"});
   REQUIRE_MESSAGE(m.exit_code == 0, m.output);
   CHECK(m.output.find("3,504,872") != std::string::npos);  // torchvision's mobilenet_v2 at 1000 classes
   CHECK(m.output.find("block17_depthwise") != std::string::npos);
