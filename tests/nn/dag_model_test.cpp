@@ -79,8 +79,9 @@ TEST_CASE("a residual DAG's parameter gradients match finite differences of the 
   Model model(residualDag(), input_shape, builtinLayers(), LayerDefaults{});
   REQUIRE(model.outputShape() == Shape{4});
   // The graph is what the test means to exercise.
-  CHECK(model.aliasOf(nodeOf(model, "r1")) == nodeOf(model, "c1"));  // fused: c1 has no other reader
-  CHECK(model.aliasOf(nodeOf(model, "act1")) == -1);                 // an add does not fuse a relu
+  CHECK(model.aliasOf(nodeOf(model, "r1")) == nodeOf(model, "c1"));      // fused: c1 has no other reader
+  CHECK(model.aliasOf(nodeOf(model, "act1")) == nodeOf(model, "sum1"));  // fused into the add: its
+                                                                         // result is read by 3 layers
   CHECK(model.nodes()[nodeOf(model, "sum3")].inputs.size() == 3);
 
   ParamStore store;
