@@ -16,11 +16,9 @@
 #pragma once
 #include <cstdint>
 
-namespace dtrain::ops {
+#include "core/backend/fused_activation.h"
 
-// The element-wise activation a batch_norm applies to its output (a relu or
-// relu6 layer fused into it): its backward needs only the output.
-enum class FusedActivation { None, Relu, Relu6 };
+namespace dtrain::ops {
 
 // sums[c] += sum of x over channel c.
 void channelSums(const float* x, int64_t n, int64_t channels, int64_t plane, double* sums);

@@ -19,6 +19,7 @@
 #include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
 #include "core/nn/param_store.h"
+#include "tests/common/layer_spec.h"
 #include "tests/cuda/device_compare.h"
 
 using namespace dtrain;
@@ -91,13 +92,7 @@ void compare(Layer& cpu, Layer& gpu, const Case& c) {
 
 LayerSpec spec(const std::string& name, const std::string& type, std::vector<std::string> inputs,
                std::initializer_list<std::pair<std::string, LayerOptions::Value>> options = {}) {
-  LayerSpec s;
-  s.name = name;
-  s.type = type;
-  s.inputs = std::move(inputs);
-  s.options = LayerOptions(name, type, SourcePos{});
-  for (const auto& [key, value] : options) s.options.set(key, value, SourcePos{});
-  return s;
+  return testing::layerSpec(name, type, std::move(inputs), options);
 }
 
 }  // namespace

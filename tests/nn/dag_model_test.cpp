@@ -24,6 +24,7 @@
 #include "core/nn/model.h"
 #include "core/nn/param_store.h"
 #include "nn_test_util.h"
+#include "tests/common/layer_spec.h"
 
 using namespace dtrain;
 using namespace dtrain::test;
@@ -32,13 +33,7 @@ namespace {
 
 LayerSpec spec(const std::string& name, const std::string& type, std::vector<std::string> inputs,
                std::initializer_list<std::pair<std::string, LayerOptions::Value>> options = {}) {
-  LayerSpec s;
-  s.name = name;
-  s.type = type;
-  s.inputs = std::move(inputs);
-  s.options = LayerOptions(name, type, SourcePos{});
-  for (const auto& [key, value] : options) s.options.set(key, value, SourcePos{});
-  return s;
+  return testing::layerSpec(name, type, std::move(inputs), options);
 }
 
 LayerSpec conv(const std::string& name, const std::string& input, int64_t kernel = 3) {

@@ -21,6 +21,7 @@
 #include "core/nn/layers/relu6.h"
 #include "core/nn/model.h"
 #include "nn_test_util.h"
+#include "tests/common/layer_spec.h"
 
 using namespace dtrain;
 using namespace dtrain::test;
@@ -54,14 +55,8 @@ void expectGradOk(Harness& h, Rng& rng) {
 
 LayerSpec spec(const std::string& name, const std::string& type, std::vector<std::string> inputs, int line,
                std::initializer_list<std::pair<std::string, LayerOptions::Value>> options = {}) {
-  LayerSpec s;
-  s.name = name;
-  s.type = type;
-  s.inputs = std::move(inputs);
-  s.pos = SourcePos{"job.toml", line, 1};
-  s.options = LayerOptions(name, type, s.pos);
-  for (const auto& [key, value] : options) s.options.set(key, value, SourcePos{"job.toml", line + 1, 1});
-  return s;
+  return testing::layerSpec(name, type, std::move(inputs), options, SourcePos{"job.toml", line, 1},
+                            SourcePos{"job.toml", line + 1, 1});
 }
 
 std::string modelError(const std::vector<LayerSpec>& specs, const Shape& input) {

@@ -9,7 +9,6 @@
 #include "core/backend/batch_norm_ops.h"
 
 #include <algorithm>
-#include <type_traits>
 
 namespace dtrain::ops {
 
@@ -18,21 +17,6 @@ namespace {
 // Elements a block of lanes sums in float before its sum moves to double:
 // 128 terms per lane.
 constexpr int64_t kSumBlock = 1024;
-
-template <FusedActivation A>
-inline float activate(float v) {
-  if constexpr (A == FusedActivation::Relu) return std::max(v, 0.0f);
-  if constexpr (A == FusedActivation::Relu6) return std::min(std::max(v, 0.0f), 6.0f);
-  return v;
-}
-
-// dy where the activation's output y passed its input through, else 0.
-template <FusedActivation A>
-inline float maskGrad(float y, float dy) {
-  if constexpr (A == FusedActivation::Relu) return y > 0.0f ? dy : 0.0f;
-  if constexpr (A == FusedActivation::Relu6) return y > 0.0f && y < 6.0f ? dy : 0.0f;
-  return dy;
-}
 
 inline float laneSum(const float (&acc)[8]) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
@@ -169,22 +153,6 @@ void inputGradRows(const float* x, const float* y, const float* dy, int64_t n, i
       const float g = A == FusedActivation::None ? d[ch] : maskGrad<A>(out[ch], d[ch]);
       g_in[ch] = a[ch] * g + b[ch] * (v[ch] - mean[ch]) + c[ch];
     }
-  }
-}
-
-// Calls f with the activation as a compile-time constant.
-template <class F>
-void withActivation(FusedActivation act, F f) {
-  switch (act) {
-    case FusedActivation::None:
-      f(std::integral_constant<FusedActivation, FusedActivation::None>{});
-      break;
-    case FusedActivation::Relu:
-      f(std::integral_constant<FusedActivation, FusedActivation::Relu>{});
-      break;
-    case FusedActivation::Relu6:
-      f(std::integral_constant<FusedActivation, FusedActivation::Relu6>{});
-      break;
   }
 }
 

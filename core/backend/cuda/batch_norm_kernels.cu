@@ -5,9 +5,9 @@
 // plane; [C] samples (plane 1) are read with a stride of C, which their
 // small size (features after a dense layer) makes affordable.
 #include <algorithm>
-#include <type_traits>
 
 #include "core/backend/cuda/batch_norm_kernels.h"
+#include "core/backend/cuda/block_sum.cuh"
 #include "core/backend/cuda/group_cursor.h"
 #include "core/backend/cuda/launch_shape.h"
 #include "core/backend/cuda/stream_scratch.cuh"
@@ -16,7 +16,10 @@ namespace dtrain::cuda {
 
 namespace {
 
+using ops::activate;
 using ops::FusedActivation;
+using ops::maskGrad;
+using ops::withActivation;
 
 constexpr int kReduceThreads = 256;
 // A slice holds at least this many values (splitting smaller ones costs more
@@ -26,40 +29,6 @@ constexpr int64_t kMinSliceValues = 4096;
 constexpr int64_t kTargetBlocks = 2048;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// ------------------------------------------------------- activations --
-
-// The CPU's std::max(v, 0.0f) and std::min(., 6.0f) exactly (a NaN passes).
-template <FusedActivation A>
-__device__ inline float activate(float v) {
-  if (A == FusedActivation::None) return v;
-  const float r = v < 0.0f ? 0.0f : v;
-  if (A == FusedActivation::Relu6) return 6.0f < r ? 6.0f : r;
-  return r;
-}
-
-template <FusedActivation A>
-__device__ inline float maskGrad(float y, float dy) {
-  if (A == FusedActivation::Relu) return y > 0.0f ? dy : 0.0f;
-  if (A == FusedActivation::Relu6) return y > 0.0f && y < 6.0f ? dy : 0.0f;
-  return dy;
-}
-
-// Calls f with the activation as a compile-time constant.
-template <class F>
-void withActivation(FusedActivation act, F f) {
-  switch (act) {
-    case FusedActivation::None:
-      f(std::integral_constant<FusedActivation, FusedActivation::None>{});
-      break;
-    case FusedActivation::Relu:
-      f(std::integral_constant<FusedActivation, FusedActivation::Relu>{});
-      break;
-    case FusedActivation::Relu6:
-      f(std::integral_constant<FusedActivation, FusedActivation::Relu6>{});
-      break;
-  }
-}
 
 // ------------------------------------------------- per-channel terms --
 // A term gives K doubles per element: at(c) fixes its channel's constants,
@@ -99,18 +68,6 @@ struct GradTerm {
 
 // ------------------------------------------------------- reductions --
 
-// The sum of v over the block (blockDim.x == kReduceThreads), valid in thread 0.
-__device__ double blockSum(double v, double* warp_sums) {
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-  __syncthreads();  // warp_sums may still be read from the previous call
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-  __syncthreads();
-  double total = 0.0;
-  if (threadIdx.x == 0)
-    for (int w = 0; w < kReduceThreads / 32; ++w) total += warp_sums[w];
-  return total;
-}
-
 // Block (c, s) sums the term over channel c's values numbered
 // [s * per_slice, (s + 1) * per_slice), value e being (sample e / plane,
 // position e % plane), into partials[(k * channels + c) * slices + s].
@@ -141,7 +98,7 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 #pragma unroll
   for (int k = 0; k < Term::K; ++k) {
-    const double sum = blockSum(acc[k], warp_sums);
+    const double sum = blockSum<kReduceThreads>(acc[k], warp_sums);
     if (threadIdx.x == 0) partials[(k * d.channels + c) * slices + blockIdx.y] = sum;
   }
 }

@@ -2,31 +2,26 @@
 // layer's expression (core/nn/layers/relu6.cpp).
 #include "core/backend/cuda/clamp_kernels.h"
 #include "core/backend/cuda/launch_shape.h"
+#include "core/backend/fused_activation.h"
 
 namespace dtrain::cuda {
 
 namespace {
 
-// std::min(std::max(v, 0.0f), 6.0f) exactly: max is (v < 0 ? 0 : v) and min
-// (6 < v ? 6 : v), so a NaN passes through and -0.0 stays -0.0 (fminf/fmaxf
-// would turn a NaN into a bound).
-__device__ inline float relu6Of(float v) {
-  const float m = v < 0.0f ? 0.0f : v;
-  return 6.0f < m ? 6.0f : m;
-}
+using ops::FusedActivation;
 
+// The CPU layer's expressions (core/backend/fused_activation.h), not
+// fminf/fmaxf, which would turn a NaN into a bound.
 __global__ void relu6ForwardKernel(const float* x, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = relu6Of(x[i]);
+    y[i] = ops::activate<FusedActivation::Relu6>(x[i]);
 }
 
 __global__ void relu6BackwardKernel(const float* y, const float* dy, float* dx, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = y[i];
-    dx[i] = (v > 0.0f && v < 6.0f) ? dy[i] : 0.0f;
-  }
+       i += int64_t(gridDim.x) * blockDim.x)
+    dx[i] = ops::maskGrad<FusedActivation::Relu6>(y[i], dy[i]);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // kernel.
 #include <algorithm>
 
+#include "core/backend/cuda/block_sum.cuh"
 #include "core/backend/cuda/elementwise_kernels.h"
 #include "core/backend/cuda/launch_shape.h"
 #include "core/backend/cuda/stream_scratch.cuh"
@@ -86,18 +87,6 @@ struct WriteSlice {
 
 // ----------------------------------------------------------- the kernels --
 
-// The sum of v over the block (blockDim.x == kReduceThreads), valid in thread 0.
-__device__ double blockSum(double v) {
-  __shared__ double warp_sums[kReduceThreads / 32];
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-  __syncthreads();
-  double total = 0.0;
-  if (threadIdx.x == 0)
-    for (int w = 0; w < kReduceThreads / 32; ++w) total += warp_sums[w];
-  return total;
-}
-
 // For a tensor [outer, groups, plane]: block (g, s) sums value over group g's
 // elements numbered [s * per_slice, (s + 1) * per_slice), numbering them
 // e = o * plane + pos for element (o, g, pos).
@@ -134,7 +123,8 @@ __global__ void __launch_bounds__(kReduceThreads)
     for (int u = 0; u < kUnroll; ++u) acc += v[u];
   }
   for (; e < end; advance()) acc += value(index());
-  const double sum = blockSum(acc);
+  __shared__ double warp_sums[kReduceThreads / 32];
+  const double sum = blockSum<kReduceThreads>(acc, warp_sums);
   if (threadIdx.x == 0) store(g, blockIdx.y, sum);
 }
 

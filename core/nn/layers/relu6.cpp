@@ -1,23 +1,24 @@
 #include "core/nn/layers/relu6.h"
 
-#include <algorithm>
-
+#include "core/backend/fused_activation.h"
 #include "core/nn/layers/layer_util.h"
 
 namespace dtrain {
 
 namespace {
 
+using ops::FusedActivation;
+
 // Plain loops: the compiler turns them into vector max/min (and compare/and)
 // instructions, as it does relu's (cpu/bias_act.cpp). No restrict: dx may be dy.
-// std::max(v, 0) and std::min(v, 6) pass a NaN through; the CUDA kernels
-// (core/backend/cuda/clamp_kernels.cu) use the same expressions.
+// The element expressions are the ones batch_norm's fused relu6 and the CUDA
+// kernels (core/backend/cuda/clamp_kernels.cu) use (core/backend/fused_activation.h).
 void clampForward(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i], 0.0f), 6.0f);
+  for (int64_t i = 0; i < n; ++i) y[i] = ops::activate<FusedActivation::Relu6>(x[i]);
 }
 
 void clampBackward(const float* y, const float* dy, float* dx, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dx[i] = (y[i] > 0.0f && y[i] < 6.0f) ? dy[i] : 0.0f;
+  for (int64_t i = 0; i < n; ++i) dx[i] = ops::maskGrad<FusedActivation::Relu6>(y[i], dy[i]);
 }
 
 }  // namespace
