@@ -136,9 +136,47 @@ void WorkerProcesses::reapAll(std::chrono::milliseconds within) {
   }
 }
 
+namespace {
+
+// How long a failed run's host looks for a worker killed by a signal before it
+// blames the worker that reported the loss.
+constexpr std::chrono::milliseconds kKilledWorkerLook{300};
+
+}  // namespace
+
 WorkersOutcome WorkerProcesses::wait(const std::function<std::string()>& poll) {
   WorkersOutcome out;
   int forwarded = 0;
+  auto failureOf = [](const Child& c) {
+    return c.label + " (pid " + std::to_string(c.pid) + ") " + describeExit(c.status);
+  };
+  // The run has failed: a worker exited with an error, or a peer's abort
+  // reached the coordinator. A worker killed by a signal is the cause (its
+  // peers failed or aborted because it was gone), so it is named instead; its
+  // peers may notice its exit a moment before it can be reaped, hence a short
+  // look. Then the others are ended: they would otherwise wait for the lost
+  // peer until the collective deadline.
+  auto fail = [&](std::string failure, int exit_code) {
+    const auto until = std::chrono::steady_clock::now() + kKilledWorkerLook;
+    while (exit_code < 128) {
+      for (Child& c : children_) {
+        int status = 0;
+        if (!c.running || waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
+        c.running = false;
+        c.status = status;
+        if (WIFSIGNALED(status) && exit_code < 128) {
+          failure = failureOf(c);
+          exit_code = exitCodeOf(status);
+        }
+      }
+      if (std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    out.failure = std::move(failure);
+    out.exit_code = exit_code;
+    endAll();
+    return out;
+  };
   for (;;) {
     if (g_forward_signal && g_forward_signal != forwarded) {
       forwarded = g_forward_signal;
@@ -161,24 +199,13 @@ WorkersOutcome WorkerProcesses::wait(const std::function<std::string()>& poll) {
       bool relayed_stop = forwarded && exitCodeOf(status) == 128 + forwarded;
       if (failed && out.failure.empty()) {
         out.exit_code = exitCodeOf(status);
-        if (!relayed_stop) {
-          out.failure = c.label + " (pid " + std::to_string(c.pid) + ") " + describeExit(status);
-          // End the others now: they would otherwise wait for the lost peer
-          // until the collective deadline.
-          endAll();
-          return out;
-        }
+        if (!relayed_stop) return fail(failureOf(c), exitCodeOf(status));
       }
     }
     if (!any_running) return out;
     if (poll) {
       std::string reason = poll();
-      if (!reason.empty()) {
-        out.failure = reason;
-        out.exit_code = 1;
-        endAll();
-        return out;
-      }
+      if (!reason.empty()) return fail(reason, 1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
