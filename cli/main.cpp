@@ -1,5 +1,6 @@
 // dtrain: train, check, evaluate and resume jobs described by a TOML file.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -9,6 +10,10 @@
 
 int main(int argc, char** argv) {
   using namespace dtrain::cli;
+  // When a peer dies its sockets close; a write to one must come back as EPIPE, which the
+  // collective reports by naming the peer, not kill this process with SIGPIPE (and hide
+  // which host failed). Workers are this binary too and inherit the setting across exec.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"dtrain: distributed deep-learning training from a TOML job file"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dtrain 0.1.0");

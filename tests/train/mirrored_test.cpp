@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <sstream>
 #include <vector>
@@ -31,6 +32,15 @@ std::vector<pid_t> workersOf(pid_t host) {
   std::vector<pid_t> pids;
   for (pid_t pid; children >> pid;) pids.push_back(pid);
   return pids;
+}
+
+// Whether a process ignores SIGPIPE: a worker writing to the socket of a dead
+// peer must get EPIPE and report the peer, not die of the signal itself.
+bool ignoresSigpipe(pid_t pid) {
+  std::istringstream status(readFile("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("SigIgn:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGPIPE - 1)) & 1;
+  return false;
 }
 
 }  // namespace
@@ -93,6 +103,7 @@ TEST_CASE("mirrored: kill -9 of a worker stops the run within seconds, naming th
   REQUIRE(waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60));
   const std::vector<pid_t> workers = workersOf(host);
   REQUIRE(!workers.empty());
+  for (pid_t w : workers) CHECK(ignoresSigpipe(w));
   const pid_t worker = workers[0];
   auto t0 = std::chrono::steady_clock::now();
   ::kill(worker, SIGKILL);
@@ -104,6 +115,7 @@ TEST_CASE("mirrored: kill -9 of a worker stops the run within seconds, naming th
   CHECK(took < 12.0);
   CHECK(log.find("rank 0 (node 0, slot 0) (pid " + std::to_string(worker) + ") was killed by signal 9") !=
         std::string::npos);
+  CHECK(log.find("SIGPIPE") == std::string::npos);
   // Every checkpoint left behind is complete: resume reads the latest one.
   CHECK(!stepDirs(dir / "run").empty());
 }
