@@ -17,6 +17,15 @@ constexpr int64_t kWinogradMinChannels = 4;
 // ops::gemmUnpacked) than through OpenBLAS, which packs on every call.
 constexpr int64_t kUnpackedMaxInner = 128;
 constexpr int64_t kUnpackedMaxWeights = 8192;
+// ops::weightGradRows streams each row of dY once against up to 10 rows of
+// col held in L1; with more, it re-reads dY and col from L2 and runs at half
+// gemm's speed (measured at 16 to 96 inputs per filter).
+constexpr int64_t kRowsWeightGradMaxInner = 10;
+// Per sample, a 1x1 product over a plane this small (MobileNetV2's 6x6 and
+// 3x3 stages) spends more in OpenBLAS's packing than in multiplying; the
+// pointwise algorithm lays the batch's planes side by side instead. At 12x12
+// and above the copies cost what they save (measured on MobileNetV2 at 96x96).
+constexpr int64_t kPointwiseMaxPlane = 64;
 
 }  // namespace
 
@@ -75,26 +84,33 @@ Shape Conv2d::setup(const std::vector<Shape>& inputs) {
                c.pad_w == 0;
   const bool winograd_ok = c.groups == 1 && ops::winogradSupported(geom_);
   const bool depthwise_ok = c.groups == geom_.channels;  // then filters = C * (filters / C)
+  const bool pointwise_ok = c.groups == 1 && pointwise_;
+  // A pinned algorithm (tests, benchmarks) that cannot compute this layer is an error.
+  auto pin = [&](bool ok, ConvAlgo algo, const std::string& needs) {
+    if (!ok) throw ShapeError(layer_util::label(*this) + ": the " + needs);
+    algo_ = algo;
+  };
   switch (c.algo) {
     case ConvAlgo::Auto:
       if (c.groups > 1)
         algo_ = depthwise_ok ? ConvAlgo::Depthwise : ConvAlgo::Im2col;
       else
-        algo_ = winograd_ok && geom_.channels >= kWinogradMinChannels ? ConvAlgo::Winograd : ConvAlgo::Im2col;
+        algo_ = winograd_ok && geom_.channels >= kWinogradMinChannels    ? ConvAlgo::Winograd
+                : pointwise_ok && geom_.outPlane() <= kPointwiseMaxPlane ? ConvAlgo::Pointwise
+                                                                         : ConvAlgo::Im2col;
+      break;
+    case ConvAlgo::Pointwise:
+      pin(pointwise_ok, ConvAlgo::Pointwise,
+          "pointwise algorithm needs groups 1 and a 1x1 stride-1 kernel without padding");
       break;
     case ConvAlgo::Winograd:
-      if (!winograd_ok)
-        throw ShapeError(
-            layer_util::label(*this) +
-            ": the Winograd algorithm needs groups 1 and a 3x3 stride-1 kernel with padding <= 2");
-      algo_ = ConvAlgo::Winograd;
+      pin(winograd_ok, ConvAlgo::Winograd,
+          "Winograd algorithm needs groups 1 and a 3x3 stride-1 kernel with padding <= 2");
       break;
     case ConvAlgo::Depthwise:
-      if (!depthwise_ok)
-        throw ShapeError(
-            layer_util::label(*this) + ": the depthwise algorithm needs groups = input channels (" +
-            std::to_string(c.groups) + " groups, " + std::to_string(geom_.channels) + " channels)");
-      algo_ = ConvAlgo::Depthwise;
+      pin(depthwise_ok, ConvAlgo::Depthwise,
+          "depthwise algorithm needs groups = input channels (" + std::to_string(c.groups) + " groups, " +
+              std::to_string(geom_.channels) + " channels)");
       break;
     case ConvAlgo::Im2col:
       algo_ = ConvAlgo::Im2col;
@@ -108,6 +124,7 @@ Shape Conv2d::setup(const std::vector<Shape>& inputs) {
                                                     : group_channels * c.kernel_h * c.kernel_w;
   const int64_t weights = group_filters * (algo_ == ConvAlgo::Winograd ? geom_.channels : inner);
   unpacked_ = inner <= kUnpackedMaxInner && weights <= kUnpackedMaxWeights;
+  rows_weight_grad_ = unpacked_ && algo_ != ConvAlgo::Winograd && inner <= kRowsWeightGradMaxInner;
   return Shape{c.filters, geom_.outHeight(), geom_.outWidth()};
 }
 
@@ -143,6 +160,8 @@ void Conv2d::forward(const std::vector<const Tensor*>& in, Tensor& out, const La
     forwardWinograd(in[0]->data(), n, out.data());
   else if (algo_ == ConvAlgo::Depthwise)
     forwardDepthwise(in[0]->data(), n, out.data());
+  else if (algo_ == ConvAlgo::Pointwise)
+    forwardPointwise(in[0]->data(), n, out.data());
   else if (config_.groups > 1)
     forwardGrouped(in[0]->data(), n, out.data());
   else
@@ -157,6 +176,8 @@ void Conv2d::backward(const std::vector<const Tensor*>& in, const Tensor& out, c
     backwardWinograd(in[0]->data(), out.data(), dout.data(), n, dx);
   else if (algo_ == ConvAlgo::Depthwise)
     backwardDepthwise(in[0]->data(), out.data(), dout.data(), n, dx);
+  else if (algo_ == ConvAlgo::Pointwise)
+    backwardPointwise(in[0]->data(), out.data(), dout.data(), n, dx);
   else if (config_.groups > 1)
     backwardGrouped(in[0]->data(), out.data(), dout.data(), n, dx);
   else

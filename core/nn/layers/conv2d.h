@@ -17,12 +17,16 @@
 //   depthwise groups = C: a direct kernel per plane, vectorised for 3x3
 //             padding 1 stride 1 and 2 (core/backend/depthwise_ops.h;
 //             conv2d_grouped.cpp).
+//   pointwise groups 1, 1x1 stride 1 unpadded, output plane of at most 64
+//             pixels: the batch's planes side by side, one product for the
+//             whole batch (conv2d_pointwise.cpp).
 //   im2col    everything else, per sample: im2col + one product; a 1x1
 //             stride-1 unpadded kernel uses the input itself as the col
 //             matrix (conv2d_im2col.cpp); with groups > 1 one im2col and
 //             product per group (conv2d_grouped.cpp).
 // Small products (few channels, as in a first layer) skip OpenBLAS's packing
-// (ops::gemmUnpacked, ops::weightGradRows). Every algorithm fuses the bias
+// (ops::gemmUnpacked; for the weight gradient of at most 10 inputs per
+// filter, ops::weightGradRows). Every algorithm fuses the bias
 // (and a fused relu) into the pass that writes the output, and skips the
 // input gradient when din is null (the first layer).
 //
@@ -35,7 +39,7 @@
 
 namespace dtrain {
 
-enum class ConvAlgo { Auto, Im2col, Winograd, Depthwise };
+enum class ConvAlgo { Auto, Im2col, Winograd, Depthwise, Pointwise };
 
 struct Conv2dConfig {
   int64_t filters = 0;  // with depth_multiplier > 0: set by setup()
@@ -68,13 +72,21 @@ class Conv2d : public Layer {
   std::string describe() const override;
   bool fuseActivation(const std::string& type) override;
 
-  // The algorithm setup() chose (Im2col, Winograd or Depthwise).
+  // The algorithm setup() chose (Im2col, Winograd, Depthwise or Pointwise).
   ConvAlgo algorithm() const { return algo_; }
   const Conv2dConfig& config() const { return config_; }
 
  private:
   void forwardIm2col(const float* x, int64_t n, float* y);
   void backwardIm2col(const float* x, const float* y, const float* dy, int64_t n, float* dx);
+  // dW += dY col^T (dY masked by a fused relu) and the bias sums for `filters`
+  // rows of dY against the [k, p] col matrix. Returns the dY the input
+  // gradient's product reads: masked into `masked` under a fused relu (null
+  // when no input gradient follows and the rows kernel needs no mask), else dy.
+  const float* weightGradient(const float* dy, const float* y, const float* cols, int64_t filters, int64_t k,
+                              int64_t p, float* dw, float* dbias, float* masked);
+  void forwardPointwise(const float* x, int64_t n, float* y);
+  void backwardPointwise(const float* x, const float* y, const float* dy, int64_t n, float* dx);
   void forwardWinograd(const float* x, int64_t n, float* y);
   void backwardWinograd(const float* x, const float* y, const float* dy, int64_t n, float* dx);
   int64_t winogradChunk() const;
@@ -87,9 +99,10 @@ class Conv2d : public Layer {
   Conv2dConfig config_;
   ops::Window2d geom_;
   ConvAlgo algo_ = ConvAlgo::Im2col;
-  bool pointwise_ = false;  // 1x1, stride 1, no padding: col == input
-  bool unpacked_ = false;   // products by ops::gemmUnpacked rather than gemm (per group)
-  bool relu_ = false;       // a following relu fused into this layer
+  bool pointwise_ = false;         // 1x1, stride 1, no padding: col == input
+  bool unpacked_ = false;          // products by ops::gemmUnpacked rather than gemm (per group)
+  bool rows_weight_grad_ = false;  // weight gradient by ops::weightGradRows rather than gemm
+  bool relu_ = false;              // a following relu fused into this layer
   Tensor weight_, bias_, dweight_, dbias_;
 
  private:

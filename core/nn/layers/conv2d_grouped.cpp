@@ -51,34 +51,19 @@ void Conv2d::backwardGrouped(const float* x, const float* y, const float* dy, in
   const int64_t k = gw.channels * gw.kernel_h * gw.kernel_w, p = geom_.outPlane();
   const int64_t in_size = geom_.channels * geom_.inPlane(), group_in = gw.channels * geom_.inPlane();
   float* col = pointwise_ ? nullptr : col_.floats(k * p);
-  // One group's dY masked by the fused relu, where a gemm needs it.
-  float* masked = relu_ && (dx || !unpacked_) ? masked_.floats(fg * p) : nullptr;
+  // One group's dY masked by the fused relu, where a product needs it.
+  float* masked = relu_ && (dx || !rows_weight_grad_) ? masked_.floats(fg * p) : nullptr;
   for (int64_t s = 0; s < n; ++s)
     for (int64_t gi = 0; gi < groups; ++gi) {
       const float* xs = x + s * in_size + gi * group_in;
-      const float* ys = y + (s * f + gi * fg) * p;
-      const float* dys = dy + (s * f + gi * fg) * p;
+      const int64_t out_offset = (s * f + gi * fg) * p;
       const float* w = weight_.data() + gi * fg * k;
       float* dw = dweight_.data() + gi * fg * k;
       float* dbias = config_.bias ? dbias_.data() + gi * fg : nullptr;
       if (!pointwise_) ops::im2col(xs, gw, col);
       const float* cols = pointwise_ ? xs : col;
-      if (unpacked_) {
-        ops::weightGradRows(dys, relu_ ? ys : nullptr, fg, p, cols, k, dw, dbias);
-        if (!dx) continue;
-        if (relu_) {
-          ops::reluBackward(ys, dys, masked, fg * p);
-          dys = masked;
-        }
-      } else {
-        if (relu_) {
-          ops::reluBackward(ys, dys, masked, fg * p);
-          dys = masked;
-        }
-        ops::gemm(false, true, fg, k, p, 1.0f, dys, p, cols, p, 1.0f, dw, k);
-        if (dbias) ops::biasGradPlanes(dys, fg, p, dbias);
-        if (!dx) continue;
-      }
+      const float* dys = weightGradient(dy + out_offset, y + out_offset, cols, fg, k, p, dw, dbias, masked);
+      if (!dx) continue;
       float* dxs = dx + s * in_size + gi * group_in;
       // dcol = W_g^T dY_g, then col2im into the group's channels.
       if (unpacked_)

@@ -25,37 +25,38 @@ void Conv2d::forwardIm2col(const float* x, int64_t n, float* y) {
   }
 }
 
+const float* Conv2d::weightGradient(const float* dy, const float* y, const float* cols, int64_t filters,
+                                    int64_t k, int64_t p, float* dw, float* dbias, float* masked) {
+  if (rows_weight_grad_) {
+    // dW += dY col^T and the bias sums in one pass, the relu mask applied on the fly.
+    ops::weightGradRows(dy, relu_ ? y : nullptr, filters, p, cols, k, dw, dbias);
+    if (!relu_ || !masked) return dy;
+    ops::reluBackward(y, dy, masked, filters * p);
+    return masked;
+  }
+  if (relu_) {
+    ops::reluBackward(y, dy, masked, filters * p);
+    dy = masked;
+  }
+  ops::gemm(false, true, filters, k, p, 1.0f, dy, p, cols, p, 1.0f, dw, k);
+  if (dbias) ops::biasGradPlanes(dy, filters, p, dbias);
+  return dy;
+}
+
 void Conv2d::backwardIm2col(const float* x, const float* y, const float* dy, int64_t n, float* dx) {
   const int64_t f = config_.filters, k = geom_.channels * geom_.kernel_h * geom_.kernel_w;
   const int64_t p = geom_.outPlane(), in_size = geom_.channels * geom_.inPlane();
   float* col = pointwise_ ? nullptr : col_.floats(k * p);
-  // dY masked by the fused relu, materialised only where a gemm needs it.
-  float* masked = relu_ && (dx || !unpacked_) ? masked_.floats(f * p) : nullptr;
+  float* masked = relu_ && (dx || !rows_weight_grad_) ? masked_.floats(f * p) : nullptr;
   float* dbias = config_.bias ? dbias_.data() : nullptr;
   for (int64_t s = 0; s < n; ++s) {
     const float* xs = x + s * in_size;
-    const float* ys = y + s * f * p;
-    const float* dys = dy + s * f * p;
     // col is recomputed: cheaper than keeping a batch of them.
     if (!pointwise_) ops::im2col(xs, geom_, col);
     const float* cols = pointwise_ ? xs : col;
-    if (unpacked_) {
-      // dW += dY col^T and the bias sums in one pass, the relu mask applied on the fly.
-      ops::weightGradRows(dys, relu_ ? ys : nullptr, f, p, cols, k, dweight_.data(), dbias);
-      if (!dx) continue;  // the network input needs no gradient: skip a third of the work
-      if (relu_) {
-        ops::reluBackward(ys, dys, masked, f * p);
-        dys = masked;
-      }
-    } else {
-      if (relu_) {
-        ops::reluBackward(ys, dys, masked, f * p);
-        dys = masked;
-      }
-      ops::gemm(false, true, f, k, p, 1.0f, dys, p, cols, p, 1.0f, dweight_.data(), k);
-      if (dbias) ops::biasGradPlanes(dys, f, p, dbias);
-      if (!dx) continue;
-    }
+    const float* dys =
+        weightGradient(dy + s * f * p, y + s * f * p, cols, f, k, p, dweight_.data(), dbias, masked);
+    if (!dx) continue;  // the network input needs no gradient: skip a third of the work
     float* dxs = dx + s * in_size;
     // dcol = W^T dY, then col2im; a pointwise kernel's dcol is dx itself.
     if (unpacked_)
