@@ -20,8 +20,12 @@
 
 namespace dtrain::ops {
 
-// sums[c] += sum of x over channel c.
-void channelSums(const float* x, int64_t n, int64_t channels, int64_t plane, double* sums);
+// sums[c] += sum of (x - shift[c]) and squares[c] += sum of (x - shift[c])^2
+// over channel c: both moments in one read of x. The variance from them,
+// squares / N - (sums / N)^2, is as precise as the two-pass one only while the
+// shift lies within about a standard deviation of the mean.
+void channelShiftedMoments(const float* x, int64_t n, int64_t channels, int64_t plane, const float* shift,
+                           double* sums, double* squares);
 // sums[c] += sum of (x - mean[c])^2 over channel c.
 void channelSquaredDeviations(const float* x, int64_t n, int64_t channels, int64_t plane, const float* mean,
                               double* sums);

@@ -318,30 +318,39 @@ TEST_CASE("batch_norm training: every channel normalised to mean 0 and variance 
   // A plane of 1200 spans two of the CPU's float-lane blocks; [C] runs along rows.
   const Case cases[] = {{Shape{3, 5, 4}, 6}, {Shape{2, 40, 30}, 2}, {Shape{7}, 9}};
   std::mt19937 rng(5);
-  for (const Case& k : cases) {
-    CAPTURE(k.sample.str());
-    Harness h(BatchNormConfig{}, k.sample, k.batch, rng);
-    // Channel c: mean 1000 for c = 0 (1000 times the spread: E[x^2] - mean^2
-    // in float would have nothing left), else offsets and spreads that differ.
-    for (int64_t s = 0; s < h.batch; ++s)
-      for (int64_t c = 0; c < h.channels; ++c)
-        for (int64_t i = 0; i < h.plane; ++i) {
-          float& v = h.x.data()[(s * h.channels + c) * h.plane + i];
-          v = c == 0 ? 1000.0f + v : static_cast<float>(c) * 3.0f - 4.0f + v * (0.5f + c);
-        }
-    h.forward(training());
-    const Moments m = referenceMoments(h, h.x);
-    CHECK(worstOutputError(h, m, 1e-5, nullptr, nullptr) < 1e-4);
-    // The mean is rounded to float before x - mean, which at 1000 moves the
-    // outputs by up to half a float step of 1000, 3e-5 (the inputs' own
-    // rounding there is twice that).
-    const Moments out = referenceMoments(h, h.y);
-    for (int64_t c = 0; c < h.channels; ++c) {
-      CAPTURE(c);
-      CHECK(std::fabs(out.mean[c]) < (c == 0 ? 1e-4 : 1e-5));
-      CHECK(out.var[c] == doctest::Approx(m.var[c] / (m.var[c] + 1e-5)).epsilon(1e-4));
+  // The statistics are summed shifted by the running mean: at its initial 0,
+  // channel 0's shift is 1000 spreads from its mean (the layer then sums the
+  // deviations from the mean in a second round); near the batch mean (a
+  // trained layer) one round is exact enough.
+  for (const Case& k : cases)
+    for (bool trained_shift : {false, true}) {
+      CAPTURE(k.sample.str());
+      CAPTURE(trained_shift);
+      Harness h(BatchNormConfig{}, k.sample, k.batch, rng);
+      // Channel c: mean 1000 for c = 0 (1000 times the spread: E[x^2] - mean^2
+      // in float would have nothing left), else offsets and spreads that differ.
+      for (int64_t s = 0; s < h.batch; ++s)
+        for (int64_t c = 0; c < h.channels; ++c)
+          for (int64_t i = 0; i < h.plane; ++i) {
+            float& v = h.x.data()[(s * h.channels + c) * h.plane + i];
+            v = c == 0 ? 1000.0f + v : static_cast<float>(c) * 3.0f - 4.0f + v * (0.5f + c);
+          }
+      const Moments m = referenceMoments(h, h.x);
+      if (trained_shift)
+        for (int64_t c = 0; c < h.channels; ++c)
+          h.runningMean().data()[c] = static_cast<float>(m.mean[c] + 0.7 * std::sqrt(m.var[c]));
+      h.forward(training());
+      CHECK(worstOutputError(h, m, 1e-5, nullptr, nullptr) < 1e-4);
+      // The mean is rounded to float before x - mean, which at 1000 moves the
+      // outputs by up to half a float step of 1000, 3e-5 (the inputs' own
+      // rounding there is twice that).
+      const Moments out = referenceMoments(h, h.y);
+      for (int64_t c = 0; c < h.channels; ++c) {
+        CAPTURE(c);
+        CHECK(std::fabs(out.mean[c]) < (c == 0 ? 1e-4 : 1e-5));
+        CHECK(out.var[c] == doctest::Approx(m.var[c] / (m.var[c] + 1e-5)).epsilon(1e-4));
+      }
     }
-  }
 }
 
 TEST_CASE("batch_norm training with gamma and beta, and with a fused relu or relu6, equals the reference") {
@@ -487,9 +496,14 @@ TEST_CASE("batch_norm over a batch split across two threads equals one layer ove
     Party party_first(barrier), party_second(barrier);
     Tensor y = Tensor::empty(whole.y.shape()), dx = Tensor::empty(whole.dx.shape());
 
-    for (int step = 0; step < 2; ++step) {
+    for (int step = 0; step < 3; ++step) {
       CAPTURE(step);
-      fillNormal(whole.x, rng, 0.5f, 2.0f);
+      // Steps 0 and 1: the running mean (the shift) is within a standard
+      // deviation of the batch mean; step 2: 50 deviations away.
+      if (step < 2)
+        fillNormal(whole.x, rng, 0.5f, 2.0f);
+      else
+        fillNormal(whole.x, rng, 50.0f, 1.0f);
       fillNormal(whole.dy, rng);
       for (Tensor& g : whole.grads) g.zero();
       whole.forward(training());
@@ -523,9 +537,11 @@ TEST_CASE("batch_norm over a batch split across two threads equals one layer ove
       CHECK(maxAbsDiff(buffers[0], whole.runningMean()) <= 1e-6);
       CHECK(maxAbsDiff(buffers[1], whole.runningVar()) <= 1e-6);
     }
-    // Per step: [count, sums] and the squared deviations forward, the gradient sums backward.
+    // Per step: [count, count * shift, shifted sums, their squares] forward (and
+    // the squared deviations when the shift is far from the mean), the gradient
+    // sums backward.
     const int64_t c = k.sample[0];
-    const std::vector<int64_t> sizes{c + 1, c, 2 * c, c + 1, c, 2 * c};
+    const std::vector<int64_t> sizes{3 * c + 1, 2 * c, 3 * c + 1, 2 * c, 3 * c + 1, c, 2 * c};
     CHECK(party_first.sizes == sizes);
     CHECK(party_second.sizes == sizes);
   }

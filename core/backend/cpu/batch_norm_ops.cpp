@@ -73,6 +73,32 @@ void gradSumsPlane(const float* v, const float* y, const float* dy, float m, int
   }
 }
 
+// sum of (v - k) and of (v - k)^2 over one plane of len values. Two loops
+// over each (L1-resident) block, as in gradSumsPlane, so both vectorise.
+void shiftedMomentsPlane(const float* v, float k, int64_t len, double& total, double& total_sq) {
+  for (int64_t start = 0; start < len; start += kSumBlock) {
+    const int64_t count = std::min(len - start, kSumBlock);
+    const float* x = v + start;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, acc_sq[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const int64_t whole = count - count % 8;
+    for (int64_t i = 0; i < whole; i += 8)
+      for (int j = 0; j < 8; ++j) acc[j] += x[i + j] - k;
+    for (int64_t i = 0; i < whole; i += 8)
+      for (int j = 0; j < 8; ++j) {
+        const float d = x[i + j] - k;
+        acc_sq[j] += d * d;
+      }
+    float s = laneSum(acc), sq = laneSum(acc_sq);
+    for (int64_t i = whole; i < count; ++i) {
+      const float d = x[i] - k;
+      s += d;
+      sq += d * d;
+    }
+    total += s;
+    total_sq += sq;
+  }
+}
+
 template <FusedActivation A>
 void applyPlanes(const float* x, float* y, int64_t n, int64_t channels, int64_t plane, const float* mean,
                  const float* scale, const float* shift) {
@@ -158,20 +184,22 @@ void inputGradRows(const float* x, const float* y, const float* dy, int64_t n, i
 
 }  // namespace
 
-void channelSums(const float* x, int64_t n, int64_t channels, int64_t plane, double* sums) {
+void channelShiftedMoments(const float* x, int64_t n, int64_t channels, int64_t plane, const float* shift,
+                           double* sums, double* squares) {
   if (plane == 1) {
     for (int64_t s = 0; s < n; ++s) {
       const float* __restrict v = x + s * channels;
-      double* __restrict acc = sums;
-      for (int64_t c = 0; c < channels; ++c) acc[c] += v[c];
+      for (int64_t c = 0; c < channels; ++c) {
+        const double d = v[c] - shift[c];
+        sums[c] += d;
+        squares[c] += d * d;
+      }
     }
     return;
   }
   for (int64_t s = 0; s < n; ++s)
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* __restrict v = x + (s * channels + c) * plane;
-      sums[c] += blockedSum(plane, [v](int64_t i) { return v[i]; });
-    }
+    for (int64_t c = 0; c < channels; ++c)
+      shiftedMomentsPlane(x + (s * channels + c) * plane, shift[c], plane, sums[c], squares[c]);
 }
 
 void channelSquaredDeviations(const float* x, int64_t n, int64_t channels, int64_t plane, const float* mean,

@@ -105,6 +105,7 @@ void BatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, const
   const float* x = in[0]->data();
   const int64_t n = in[0]->dim(0), c = channels_;
   mean_.resize(c);
+  batch_mean_.resize(c);
   invstd_.resize(c);
   scale_.resize(c);
   shift_.resize(c);
@@ -118,26 +119,52 @@ void BatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, const
       invstd_[k] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(rv[k]) + config_.epsilon));
     }
   } else {
-    // Round 1: [count, per-channel sums] of the whole batch.
-    sums_.assign(static_cast<size_t>(c + 1), 0.0);
+    // One round of [count, count * K, sum (x - K), sum (x - K)^2] per channel,
+    // K = the running mean: every replica holds the same one, and it is near
+    // the batch mean once training has run a little. It is copied first: the
+    // replica that updates it does so as soon as the reduction returns.
+    moment_shift_.assign(rm, rm + c);
+    sums_.assign(static_cast<size_t>(1 + 3 * c), 0.0);
+    double* count_shift = sums_.data() + 1;
+    double* shifted = count_shift + c;
+    double* squares = shifted + c;
     sums_[0] = static_cast<double>(n * plane_);
-    ops::channelSums(x, n, c, plane_, sums_.data() + 1);
-    if (ctx.stats_reducer) ctx.stats_reducer->allReduceSum(sums_.data(), c + 1);
+    for (int64_t k = 0; k < c; ++k) count_shift[k] = sums_[0] * moment_shift_[k];
+    ops::channelShiftedMoments(x, n, c, plane_, moment_shift_.data(), shifted, squares);
+    if (ctx.stats_reducer) ctx.stats_reducer->allReduceSum(sums_.data(), 1 + 3 * c);
     const double count = sums_[0];
     checkTrainingCount(count);
-    for (int64_t k = 0; k < c; ++k) mean_[k] = static_cast<float>(sums_[1 + k] / count);
-    // Round 2: squared deviations from that mean.
-    deviations_.assign(static_cast<size_t>(c), 0.0);
-    ops::channelSquaredDeviations(x, n, c, plane_, mean_.data(), deviations_.data());
-    if (ctx.stats_reducer) ctx.stats_reducer->allReduceSum(deviations_.data(), c);
+    variance_.resize(static_cast<size_t>(c));
+    bool far_shift = false;
+    for (int64_t k = 0; k < c; ++k) {
+      // Exact in double for equal shifts (count * K needs at most 53 bits).
+      if (std::isfinite(moment_shift_[k]) && count_shift[k] != count * moment_shift_[k])
+        throw Error(layer_util::label(*this) +
+                    ": the replicas' running means differ, so their batch statistics cannot be summed "
+                    "(an internal error; please report it)");
+      const double d = shifted[k] / count;
+      batch_mean_[k] = moment_shift_[k] + d;
+      variance_[k] = squares[k] / count - d * d;
+      far_shift = far_shift || !(d * d <= variance_[k]);  // NaN included
+    }
+    for (int64_t k = 0; k < c; ++k) mean_[k] = static_cast<float>(batch_mean_[k]);
+    if (far_shift) {
+      // sum (x - K)^2 - N d^2 cancels when K is far from the mean (early in
+      // training, or after the data changed): a second round of squared
+      // deviations from the mean itself, as precise as the inputs.
+      deviations_.assign(static_cast<size_t>(c), 0.0);
+      ops::channelSquaredDeviations(x, n, c, plane_, mean_.data(), deviations_.data());
+      if (ctx.stats_reducer) ctx.stats_reducer->allReduceSum(deviations_.data(), c);
+      for (int64_t k = 0; k < c; ++k) variance_[k] = deviations_[k] / count;
+    }
     const double m = config_.momentum, unbiased = count / (count - 1.0);
     float* run_mean = running_mean_.data();
     float* run_var = running_var_.data();
     for (int64_t k = 0; k < c; ++k) {
-      const double var = deviations_[k] / count;
+      const double var = variance_[k];
       invstd_[k] = static_cast<float>(1.0 / std::sqrt(var + config_.epsilon));
       if (ctx.updates_buffers) {
-        run_mean[k] = static_cast<float>((1.0 - m) * run_mean[k] + m * (sums_[1 + k] / count));
+        run_mean[k] = static_cast<float>((1.0 - m) * run_mean[k] + m * batch_mean_[k]);
         run_var[k] = static_cast<float>((1.0 - m) * run_var[k] + m * var * unbiased);
       }
     }

@@ -16,15 +16,18 @@
 // sync_batchnorm, of all ranks), not the slice of the replica computing:
 // the per-channel sums go through LayerContext::stats_reducer, so results do
 // not depend on how the batch is split across threads. Forward reduces
-// [count, sum x] and then [sum (x - mean)^2]: two rounds rather than one of
-// [sum x, sum x^2] because E[x^2] - mean^2 cancels catastrophically in float
-// sums when |mean| is large against the spread (a batch_norm after a layer
-// without bias easily has that), while the deviations from the exact mean
-// lose nothing; the price is a second read of the input and a second small
-// reduction. Backward reduces [sum g, sum g * (x - mean)] once. Parameter
-// gradients take only this replica's part (the replicas' gradients are
-// summed later, like every parameter's); running statistics are written by
-// the replica with LayerContext::updates_buffers.
+// [count, sum (x - K), sum (x - K)^2] per channel in one round, K being the
+// running mean (the same on every replica): one read of the input and one
+// reduction. Unshifted, E[x^2] - mean^2 would cancel catastrophically in
+// float sums when |mean| is large against the spread (a batch_norm after a
+// layer without bias easily has that); shifted by K it loses little while K
+// is within a standard deviation of the batch mean. When it is not (the
+// first steps, or a change in the data) a second round sums the squared
+// deviations from the batch mean itself, which lose nothing. Backward
+// reduces [sum g, sum g * (x - mean)] once. Parameter gradients take only
+// this replica's part (the replicas' gradients are summed later, like every
+// parameter's); running statistics are written by the replica with
+// LayerContext::updates_buffers.
 //
 // Ownership and threading: as every Layer; the per-channel statistics of the
 // last forward are kept for backward.
@@ -84,9 +87,10 @@ class BatchNorm : public Layer {
  private:
   // Per-channel statistics of the last forward (the batch's in training, the
   // running ones at inference) and the coefficients of the passes.
-  std::vector<double> sums_, deviations_, grad_sums_;
+  std::vector<double> sums_, deviations_, grad_sums_, batch_mean_, variance_;
   std::vector<float> mean_, invstd_, scale_, shift_, coef_a_, coef_b_, coef_c_;
-  double count_ = 0.0;  // values per channel in the last training batch, all replicas
+  std::vector<float> moment_shift_;  // K: the running mean when the forward began
+  double count_ = 0.0;               // values per channel in the last training batch, all replicas
 };
 
 }  // namespace dtrain
