@@ -108,7 +108,9 @@ class Conv2d : public Layer {
  private:
   // im2col: col (and dcol), masked dout. winograd: transformed filters u,
   // their gradient du, transformed inputs v (reused for dv), products m (reused
-  // for z). depthwise: the kernel's scratch in col.
+  // for z). depthwise: the kernel's scratch in col. pointwise: the batch's
+  // input side by side in col (then its gradient), output or its gradient in
+  // masked.
   Scratch col_, masked_, u_, du_, v_, m_;
 };
 
