@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/backend/ops.h"
 #include "core/errors.h"
 #include "core/nn/layers/layer_util.h"
 
@@ -64,10 +65,7 @@ void Add::backward(const std::vector<const Tensor*>& in, const Tensor& out, cons
     if (first) {
       d->copyFrom(*first);
     } else if (relu_) {
-      const float* y = out.data();
-      const float* g = dout.data();
-      float* dx = d->data();
-      for (int64_t i = 0, n = dout.numel(); i < n; ++i) dx[i] = y[i] > 0.0f ? g[i] : 0.0f;
+      ops::reluBackward(out.data(), dout.data(), d->data(), dout.numel());
     } else {
       d->copyFrom(dout);
     }
