@@ -37,39 +37,41 @@ void fillRandom(float* p, int64_t n, Rng& rng) {
 
 TEST_CASE("winograd transforms write only their outputs") {
   Rng rng(61);
-  const int64_t hw[][2] = {{3, 3}, {5, 7}, {14, 14}, {9, 19}, {6, 33}, {17, 8}};
-  for (const auto& e : hw)
-    for (int64_t pad = 0; pad <= 2; ++pad) {
-      const int64_t c = 3, f = 5, n = 3;
-      const ops::Window2d g{c, e[0], e[1], 3, 3, 1, 1, pad, pad};
-      if (!ops::winogradSupported(g)) continue;
-      CAPTURE(e[0]);
-      CAPTURE(e[1]);
-      CAPTURE(pad);
-      const int64_t t = ops::winogradTiles(g).perSample(), cols = n * t, ld = cols + 3;
-      const int64_t vplane = ops::winogradPlaneStride(c, ld), zplane = ops::winogradPlaneStride(f, ld);
-      Guarded x(n * c * g.inPlane()), v(16 * vplane), y(n * f * g.outPlane()), z(16 * zplane),
-          dx(n * c * g.inPlane());
-      fillRandom(x.data(), n * c * g.inPlane(), rng);
-      ops::winogradInputTransform(x.data(), n, g, v.data(), ld, vplane);
-      CHECK(v.guardsIntact());
-      // Columns past this call's tiles keep their contents.
-      bool untouched = true;
-      for (int64_t xi = 0; xi < 16; ++xi)
-        for (int64_t r = 0; r < c; ++r)
-          for (int64_t col = cols; col < ld; ++col)
-            untouched &= v.data()[xi * vplane + r * ld + col] == kSentinel;
-      CHECK(untouched);
-      Guarded m(16 * zplane);
-      fillRandom(m.data(), 16 * zplane, rng);
-      ops::winogradOutputTransform(m.data(), ld, zplane, n, f, g, nullptr, true, y.data());
-      CHECK(y.guardsIntact());
-      fillRandom(y.data(), n * f * g.outPlane(), rng);
-      ops::winogradGradOutputTransform(y.data(), y.data(), n, f, g, z.data(), ld, zplane);
-      CHECK(z.guardsIntact());
-      ops::winogradGradInputTransform(v.data(), ld, vplane, n, g, dx.data());
-      CHECK(dx.guardsIntact());
-    }
+  const int64_t hw[][2] = {{3, 3}, {5, 7}, {14, 14}, {9, 19}, {6, 33}, {17, 8}, {36, 70}};
+  for (const ops::WinogradVariant* wv : {&ops::winograd2x2(), &ops::winograd4x4()})
+    for (const auto& e : hw)
+      for (int64_t pad = 0; pad <= 2; ++pad) {
+        const int64_t c = 3, f = 5, n = 3, planes = wv->elements;
+        const ops::Window2d g{c, e[0], e[1], 3, 3, 1, 1, pad, pad};
+        if (!ops::winogradSupported(g)) continue;
+        CAPTURE(wv->tile);
+        CAPTURE(e[0]);
+        CAPTURE(e[1]);
+        CAPTURE(pad);
+        const int64_t t = wv->tiles(g).perSample(), cols = n * t, ld = cols + 3;
+        const int64_t vplane = ops::winogradPlaneStride(c, ld), zplane = ops::winogradPlaneStride(f, ld);
+        Guarded x(n * c * g.inPlane()), v(planes * vplane), y(n * f * g.outPlane()), z(planes * zplane),
+            dx(n * c * g.inPlane());
+        fillRandom(x.data(), n * c * g.inPlane(), rng);
+        wv->inputTransform(x.data(), n, g, v.data(), ld, vplane);
+        CHECK(v.guardsIntact());
+        // Columns past this call's tiles keep their contents.
+        bool untouched = true;
+        for (int64_t xi = 0; xi < planes; ++xi)
+          for (int64_t r = 0; r < c; ++r)
+            for (int64_t col = cols; col < ld; ++col)
+              untouched &= v.data()[xi * vplane + r * ld + col] == kSentinel;
+        CHECK(untouched);
+        Guarded m(planes * zplane);
+        fillRandom(m.data(), planes * zplane, rng);
+        wv->outputTransform(m.data(), ld, zplane, n, f, g, nullptr, true, y.data());
+        CHECK(y.guardsIntact());
+        fillRandom(y.data(), n * f * g.outPlane(), rng);
+        wv->gradOutputTransform(y.data(), y.data(), n, f, g, z.data(), ld, zplane);
+        CHECK(z.guardsIntact());
+        wv->gradInputTransform(v.data(), ld, vplane, n, g, dx.data());
+        CHECK(dx.guardsIntact());
+      }
 }
 
 TEST_CASE("pooling and im2col kernels write only their outputs") {

@@ -43,7 +43,7 @@ TEST_CASE("parameter gradients accumulate, input gradients are overwritten") {
     Shape in;
   };
   const Case cases[] = {
-      {[] { return std::unique_ptr<Layer>(new Conv2d("c", conv3x3(4, 1, ConvAlgo::Winograd))); },
+      {[] { return std::unique_ptr<Layer>(new Conv2d("c", conv3x3(4, 1, ConvAlgo::Winograd2x2))); },
        Shape{3, 7, 6}},
       {[] { return std::unique_ptr<Layer>(new Conv2d("c", conv3x3(4, 1, ConvAlgo::Im2col))); },
        Shape{3, 7, 6}},
@@ -171,7 +171,7 @@ TEST_CASE("shape errors name the layer and the expectation") {
   c.kernel_h = 3;
   c.kernel_w = 3;
   c.stride_h = 2;
-  c.algo = ConvAlgo::Winograd;
+  c.algo = ConvAlgo::Winograd2x2;
   Conv2d strided("s", c);
   CHECK(shapeError(strided, {Shape{1, 8, 8}}).find("Winograd") != std::string::npos);
 }

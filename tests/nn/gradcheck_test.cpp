@@ -88,29 +88,35 @@ TEST_CASE("gradcheck: conv2d winograd") {
                         {Shape{2, 5, 19}, 1},
                         {Shape{1, 3, 3}, 0}};
   Rng rng(13);
-  for (const Case& k : cases) {
-    CAPTURE(k.in.str());
-    CAPTURE(k.pad);
-    auto layer = std::make_unique<Conv2d>("c", convConfig(4, 3, 3, 1, 1, k.pad, k.pad, ConvAlgo::Winograd));
-    Harness h(std::move(layer), k.in, 3, rng);
-    expectGradOk(h, rng);
-  }
+  for (ConvAlgo algo : {ConvAlgo::Winograd2x2, ConvAlgo::Winograd4x4})
+    for (const Case& k : cases) {
+      CAPTURE(algo == ConvAlgo::Winograd4x4);
+      CAPTURE(k.in.str());
+      CAPTURE(k.pad);
+      auto layer = std::make_unique<Conv2d>("c", convConfig(4, 3, 3, 1, 1, k.pad, k.pad, algo));
+      Harness h(std::move(layer), k.in, 3, rng);
+      expectGradOk(h, rng);
+    }
 }
 
 TEST_CASE("gradcheck: conv2d winograd across several chunks") {
   // 19x17 with padding 1 has 90 tiles per sample: one sample per chunk.
   Rng rng(14);
-  auto layer = std::make_unique<Conv2d>("c", convConfig(3, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd));
+  auto layer = std::make_unique<Conv2d>("c", convConfig(3, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd2x2));
   Harness h(std::move(layer), Shape{2, 19, 17}, 3, rng);
   expectGradOk(h, rng);
+  // F(4x4,3x3) over several chunks: winograd4x4_test.cpp (against im2col).
 }
 
 TEST_CASE("gradcheck: conv2d winograd with packed products") {
   // More filters than ops::gemmUnpacked takes: the products go through gemm.
   Rng rng(18);
-  auto layer = std::make_unique<Conv2d>("c", convConfig(129, 3, 3, 1, 1, 1, 1, ConvAlgo::Winograd));
-  Harness h(std::move(layer), Shape{2, 5, 5}, 3, rng);
-  expectGradOk(h, rng);
+  for (ConvAlgo algo : {ConvAlgo::Winograd2x2, ConvAlgo::Winograd4x4}) {
+    CAPTURE(algo == ConvAlgo::Winograd4x4);
+    auto layer = std::make_unique<Conv2d>("c", convConfig(129, 3, 3, 1, 1, 1, 1, algo));
+    Harness h(std::move(layer), Shape{2, 5, 5}, 3, rng);
+    expectGradOk(h, rng);
+  }
 }
 
 TEST_CASE("gradcheck: max_pool") {

@@ -79,7 +79,7 @@ TEST_CASE("conv2d forward matches direct convolution") {
     if (winograd) {
       c.kernel_h = c.kernel_w = 3;
       c.pad_h = c.pad_w = static_cast<int64_t>(rng.uniform(0, 2.99f));
-      c.algo = ConvAlgo::Winograd;
+      c.algo = trial % 4 == 0 ? ConvAlgo::Winograd2x2 : ConvAlgo::Winograd4x4;
     } else {
       c.kernel_h = 1 + static_cast<int64_t>(rng.uniform(0, std::min<int64_t>(h, 5)));
       c.kernel_w = 1 + static_cast<int64_t>(rng.uniform(0, std::min<int64_t>(w, 5)));
@@ -113,11 +113,13 @@ TEST_CASE("conv2d chooses winograd for 3x3 stride 1 with enough channels") {
   Conv2dConfig c;
   c.filters = 8;
   c.pad_h = c.pad_w = 1;
-  Conv2d a("a", c), b("b", c);
+  Conv2d a("a", c), b("b", c), narrow("narrow", c);
   a.setup({Shape{32, 14, 14}});
   b.setup({Shape{1, 28, 28}});
-  CHECK(a.algorithm() == ConvAlgo::Winograd);
+  narrow.setup({Shape{32, 8, 8}});  // 2 tiles of 4x4 per row: F(2x2,3x3) is faster
+  CHECK(a.algorithm() == ConvAlgo::Winograd4x4);
   CHECK(b.algorithm() == ConvAlgo::Im2col);
+  CHECK(narrow.algorithm() == ConvAlgo::Winograd2x2);
   c.stride_h = 2;
   Conv2d s("s", c);
   s.setup({Shape{32, 14, 14}});
@@ -176,8 +178,10 @@ TEST_CASE("fused relu equals the layer followed by a relu layer") {
     };
   };
   const Case cases[] = {
-      {convOf(ConvAlgo::Winograd, 1), Shape{4, 9, 7}, true},
-      {convOf(ConvAlgo::Winograd, 1), Shape{4, 9, 7}, false},
+      {convOf(ConvAlgo::Winograd2x2, 1), Shape{4, 9, 7}, true},
+      {convOf(ConvAlgo::Winograd2x2, 1), Shape{4, 9, 7}, false},
+      {convOf(ConvAlgo::Winograd4x4, 1), Shape{4, 9, 7}, true},
+      {convOf(ConvAlgo::Winograd4x4, 1), Shape{4, 9, 7}, false},
       {convOf(ConvAlgo::Im2col, 1), Shape{3, 8, 7}, true},
       {convOf(ConvAlgo::Im2col, 2), Shape{3, 8, 7}, false},
       {[] {

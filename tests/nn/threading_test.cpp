@@ -15,14 +15,14 @@ using namespace dtrain::test;
 
 namespace {
 
-// conv (winograd) -> max_pool -> conv (im2col, stride 2) -> dense, with its
+// conv (winograd 4x4) -> max_pool -> conv (im2col, stride 2) -> dense, with its
 // own gradient buffers, over shared parameters.
 struct Replica {
   Conv2d conv1{"c1", [] {
                  Conv2dConfig c;
                  c.filters = 6;
                  c.pad_h = c.pad_w = 1;
-                 c.algo = ConvAlgo::Winograd;
+                 c.algo = ConvAlgo::Winograd4x4;
                  return c;
                }()};
   MaxPool pool{"p", PoolConfig{}};

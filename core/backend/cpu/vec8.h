@@ -51,6 +51,7 @@ inline void storeMasked(float* p, V8 a, Mask m) { storeN(p, a, m.n); }
 inline V8 loadMasked(const float* p, Mask m) { return {_mm256_maskload_ps(p, m.m)}; }
 inline V8 operator+(V8 a, V8 b) { return {_mm256_add_ps(a.v, b.v)}; }
 inline V8 operator-(V8 a, V8 b) { return {_mm256_sub_ps(a.v, b.v)}; }
+inline V8 operator*(V8 a, V8 b) { return {_mm256_mul_ps(a.v, b.v)}; }
 inline V8 operator-(V8 a) { return {_mm256_sub_ps(_mm256_setzero_ps(), a.v)}; }
 // max(a, 0); NaN stays NaN (maxps returns its second operand when either is NaN).
 inline V8 max0(V8 a) { return {_mm256_max_ps(_mm256_setzero_ps(), a.v)}; }
@@ -117,6 +118,7 @@ inline V8 loadMasked(const float* p, Mask m) { return loadN(p, m.n); }
   }
 DTRAIN_V8_BINARY(+)
 DTRAIN_V8_BINARY(-)
+DTRAIN_V8_BINARY(*)
 #undef DTRAIN_V8_BINARY
 inline V8 operator-(V8 a) { return zero() - a; }
 inline V8 max0(V8 a) {

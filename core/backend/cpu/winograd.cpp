@@ -77,4 +77,19 @@ void winogradFilterGradTransform(const float* du, int64_t filters, int64_t chann
     }
 }
 
+const WinogradVariant& winograd2x2() {
+  // The bias gradient's tile sum is the centre of A g A^T: a = b = 1.
+  static const WinogradVariant variant{2,
+                                       16,
+                                       5,
+                                       winogradTiles,
+                                       winogradFilterTransform,
+                                       winogradFilterGradTransform,
+                                       winogradInputTransform,
+                                       winogradOutputTransform,
+                                       winogradGradOutputTransform,
+                                       winogradGradInputTransform};
+  return variant;
+}
+
 }  // namespace dtrain::ops

@@ -12,8 +12,9 @@
 //
 // Algorithms (chosen in setup()):
 //   winograd  groups 1, 3x3 stride 1 with at least 4 input channels:
-//             F(2x2,3x3) transforms + 16 products per chunk of samples, 2.25x
-//             fewer multiplies than direct (conv2d_winograd.cpp).
+//             F(4x4,3x3) transforms + 36 products per chunk of samples, 4x
+//             fewer multiplies than direct; F(2x2,3x3) (16 products, 2.25x)
+//             when the output is narrower than 4 (conv2d_winograd.cpp).
 //   depthwise groups = C: a direct kernel per plane, vectorised for 3x3
 //             padding 1 stride 1 and 2 (core/backend/depthwise_ops.h;
 //             conv2d_grouped.cpp).
@@ -39,7 +40,7 @@
 
 namespace dtrain {
 
-enum class ConvAlgo { Auto, Im2col, Winograd, Depthwise, Pointwise };
+enum class ConvAlgo { Auto, Im2col, Winograd2x2, Winograd4x4, Depthwise, Pointwise };
 
 struct Conv2dConfig {
   int64_t filters = 0;  // with depth_multiplier > 0: set by setup()
@@ -72,7 +73,7 @@ class Conv2d : public Layer {
   std::string describe() const override;
   bool fuseActivation(const std::string& type) override;
 
-  // The algorithm setup() chose (Im2col, Winograd, Depthwise or Pointwise).
+  // The algorithm setup() chose (never Auto).
   ConvAlgo algorithm() const { return algo_; }
   const Conv2dConfig& config() const { return config_; }
 
@@ -99,6 +100,7 @@ class Conv2d : public Layer {
   Conv2dConfig config_;
   ops::Window2d geom_;
   ConvAlgo algo_ = ConvAlgo::Im2col;
+  const ops::WinogradVariant* winograd_ = nullptr;  // the Winograd algorithms' transforms
   bool pointwise_ = false;         // 1x1, stride 1, no padding: col == input
   bool unpacked_ = false;          // products by ops::gemmUnpacked rather than gemm (per group)
   bool rows_weight_grad_ = false;  // weight gradient by ops::weightGradRows rather than gemm

@@ -1,0 +1,169 @@
+// Shared by the Winograd F(4x4,3x3) transform kernels
+// (winograd4x4_forward.cpp, winograd4x4_backward.cpp): tile geometry, the
+// 1-D transforms, and padded rows split into four phases. Internal to
+// core/backend/cpu.
+//
+// Vectorisation runs across the tiles of one tile row (8 tiles per vector),
+// as in F(2x2,3x3) (winograd_rows.h). A padded row is split into four phases,
+// P_k[j] = padded column 4j + k, so tile j's six columns are P0[j], P1[j],
+// P2[j], P3[j], P0[j+1], P1[j+1]; the "+1" neighbours come from lane shifts.
+// The padding q (0 to 2 columns) is applied by lane shifts when a row is
+// split or written back, so the transforms themselves see no padding cases.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "core/backend/cpu/vec8.h"
+#include "core/backend/ops.h"
+
+namespace dtrain::ops::winograd4 {
+
+using simd::V8;
+
+// One phase of a split row: entries [0, tilesW + 1) rounded up to vectors,
+// plus a vector of slack for the j+1 loads.
+constexpr int64_t kPhaseFloats = kWinogradMaxPaddedWidth / 4 + 16;
+// A split row: four phases.
+constexpr int64_t kSplitFloats = 4 * kPhaseFloats;
+
+struct Dims {
+  int64_t h, w, ho, wo, p, q, th, tw, t;
+  int64_t used;  // phase entries any kernel touches (a multiple of 8)
+};
+
+inline Dims dims(const Window2d& g) {
+  const int64_t tw = (g.outWidth() + 3) / 4, th = (g.outHeight() + 3) / 4;
+  return {g.height, g.width, g.outHeight(), g.outWidth(),    g.pad_h, g.pad_w,
+          th,       tw,      th * tw,       (tw + 8) / 8 * 8};
+}
+
+inline V8 times(float s, V8 a) { return simd::broadcast(s) * a; }
+
+// B^T d for six values (the input transform, along either axis).
+inline void inputRows(const V8* d, V8* out) {
+  const V8 t1 = d[4] - times(4.0f, d[2]), t2 = d[3] - times(4.0f, d[1]);
+  const V8 t3 = d[4] - d[2], t4 = times(2.0f, d[3] - d[1]);
+  out[0] = times(4.0f, d[0]) - times(5.0f, d[2]) + d[4];
+  out[1] = t1 + t2;
+  out[2] = t1 - t2;
+  out[3] = t3 + t4;
+  out[4] = t3 - t4;
+  out[5] = times(4.0f, d[1]) - times(5.0f, d[3]) + d[5];
+}
+
+// A^T m for six values -> four (the output transform).
+inline void outputRows(const V8* m, V8* out) {
+  const V8 s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
+  out[0] = m[0] + s12 + s34;
+  out[1] = d12 + times(2.0f, d34);
+  out[2] = s12 + times(4.0f, s34);
+  out[3] = d12 + times(8.0f, d34) + m[5];
+}
+
+// A g for four values -> six (the output-gradient transform).
+inline void gradOutputRows(const V8* g, V8* out) {
+  const V8 e = g[0] + g[2], o = g[1] + g[3];
+  const V8 e4 = g[0] + times(4.0f, g[2]), o4 = times(2.0f, g[1]) + times(8.0f, g[3]);
+  out[0] = g[0];
+  out[1] = e + o;
+  out[2] = e - o;
+  out[3] = e4 + o4;
+  out[4] = e4 - o4;
+  out[5] = g[3];
+}
+
+// B v for six values (the input-gradient transform).
+inline void gradInputRows(const V8* v, V8* out) {
+  const V8 s12 = v[1] + v[2], d12 = v[1] - v[2], s34 = v[3] + v[4], d34 = v[3] - v[4];
+  out[0] = times(4.0f, v[0]);
+  out[1] = times(4.0f, v[5] - d12) - times(2.0f, d34);
+  out[2] = -(times(5.0f, v[0]) + times(4.0f, s12) + s34);
+  out[3] = d12 + times(2.0f, d34) - times(5.0f, v[5]);
+  out[4] = v[0] + s12 + s34;
+  out[5] = v[5];
+}
+
+// Four vectors of 32 consecutive values -> the four phases (p[k] lane j =
+// value 4j + k), and back.
+inline void splitPhases(V8 a, V8 b, V8 c, V8 d, V8* p) {
+  V8 e0, o0, e1, o1;
+  simd::deinterleave(a, b, e0, o0);
+  simd::deinterleave(c, d, e1, o1);
+  simd::deinterleave(e0, e1, p[0], p[2]);
+  simd::deinterleave(o0, o1, p[1], p[3]);
+}
+inline void mergePhases(const V8* p, V8* out) {
+  V8 lo02, hi02, lo13, hi13;
+  simd::interleave(p[0], p[2], lo02, hi02);
+  simd::interleave(p[1], p[3], lo13, hi13);
+  simd::interleave(lo02, lo13, out[0], out[1]);
+  simd::interleave(hi02, hi13, out[2], out[3]);
+}
+
+// Splits padded row `row` (w input floats, or null for a padding row) into
+// the phases of `split`. The row is read in place and the padding q applied
+// by lane shifts: copying it into a padded line first made every aligned
+// load straddle the copy's unaligned stores, which cannot be forwarded.
+inline void splitRow(const float* row, const Dims& d, float* split) {
+  if (!row) {
+    for (int k = 0; k < 4; ++k) std::memset(split + k * kPhaseFloats, 0, sizeof(float) * (d.used + 8));
+    return;
+  }
+  V8 prev[4] = {simd::zero(), simd::zero(), simd::zero(), simd::zero()};
+  for (int64_t j = 0; j < d.used; j += 8) {
+    const int64_t at = 4 * j, left = d.w - at;  // input column of lane 0, phase 0
+    V8 in[4], p[4];                             // in[k] lane l: input column 4(j + l) + k
+    splitPhases(simd::loadN(row + at, left), simd::loadN(row + at + 8, left - 8),
+                simd::loadN(row + at + 16, left - 16), simd::loadN(row + at + 24, left - 24), in);
+    if (d.q == 0) {
+      for (int k = 0; k < 4; ++k) p[k] = in[k];
+    } else if (d.q == 1) {  // padded column 4j is input 4j - 1
+      p[0] = simd::shiftUp(in[3], prev[3]);
+      p[1] = in[0];
+      p[2] = in[1];
+      p[3] = in[2];
+    } else {  // q == 2: padded column 4j is input 4j - 2
+      p[0] = simd::shiftUp(in[2], prev[2]);
+      p[1] = simd::shiftUp(in[3], prev[3]);
+      p[2] = in[0];
+      p[3] = in[1];
+    }
+    for (int k = 0; k < 4; ++k) {
+      simd::store(split + k * kPhaseFloats + j, p[k]);
+      prev[k] = in[k];
+    }
+  }
+}
+
+// The six padded columns of tiles jc..jc+7 from a split row.
+inline void tileColumns(const float* split, int64_t jc, V8* col) {
+  for (int k = 0; k < 4; ++k) col[k] = simd::load(split + k * kPhaseFloats + jc);
+  col[4] = simd::shiftDown(col[0], simd::load(split + jc + 8));
+  col[5] = simd::shiftDown(col[1], simd::load(split + kPhaseFloats + jc + 8));
+}
+
+// Writes input row dx (w floats) from split accumulators: dx[ix] = padded[ix + q].
+inline void emitRow(const float* split, const Dims& d, float* dx) {
+  const float* p0 = split;
+  const float* p1 = split + kPhaseFloats;
+  const float* p2 = split + 2 * kPhaseFloats;
+  const float* p3 = split + 3 * kPhaseFloats;
+  for (int64_t j = 0; 4 * j < d.w; j += 8) {
+    V8 in[4], out[4];  // in[k] lane l: input column 4(j + l) + k
+    if (d.q == 0) {
+      in[0] = simd::load(p0 + j), in[1] = simd::load(p1 + j), in[2] = simd::load(p2 + j),
+      in[3] = simd::load(p3 + j);
+    } else if (d.q == 1) {  // input 4j is padded 4j + 1
+      in[0] = simd::load(p1 + j), in[1] = simd::load(p2 + j), in[2] = simd::load(p3 + j);
+      in[3] = simd::shiftDown(simd::load(p0 + j), simd::load(p0 + j + 8));
+    } else {  // q == 2: input 4j is padded 4j + 2
+      in[0] = simd::load(p2 + j), in[1] = simd::load(p3 + j);
+      in[2] = simd::shiftDown(simd::load(p0 + j), simd::load(p0 + j + 8));
+      in[3] = simd::shiftDown(simd::load(p1 + j), simd::load(p1 + j + 8));
+    }
+    mergePhases(in, out);
+    for (int k = 0; k < 4; ++k) simd::storeN(dx + 4 * j + 8 * k, out[k], d.w - 4 * j - 8 * k);
+  }
+}
+
+}  // namespace dtrain::ops::winograd4
