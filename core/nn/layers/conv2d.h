@@ -14,7 +14,8 @@
 //   winograd  groups 1, 3x3 stride 1 with at least 4 input channels:
 //             F(4x4,3x3) transforms + 36 products per chunk of samples, 4x
 //             fewer multiplies than direct; F(2x2,3x3) (16 products, 2.25x)
-//             when the output is narrower than 4 (conv2d_winograd.cpp).
+//             for outputs narrower than 13, where its smaller tiles fill the
+//             transforms' vectors (conv2d_winograd.cpp).
 //   depthwise groups = C: a direct kernel per plane, vectorised for 3x3
 //             padding 1 stride 1 and 2 (core/backend/depthwise_ops.h;
 //             conv2d_grouped.cpp).
