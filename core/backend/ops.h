@@ -120,24 +120,12 @@ void winogradGradOutputTransform(const float* dy, const float* relu_out, int64_t
 void winogradGradInputTransform(const float* dv, int64_t ldv, int64_t plane, int64_t n, const Window2d& g,
                                 float* dx);
 
-// Winograd F(4x4,3x3): the same contracts with 4x4 output tiles, 6x6 input
-// tiles (overlapping by 2) and 36 transformed planes (xi = 6a + b): 36
-// multiplies per output tile and (filter, channel) instead of 144. Same
-// precondition (winogradSupported).
-WinogradTiles winograd4x4Tiles(const Window2d& g);
-void winograd4x4FilterTransform(const float* w, int64_t filters, int64_t channels, float* u);
-void winograd4x4FilterGradTransform(const float* du, int64_t filters, int64_t channels, float* dw);
-void winograd4x4InputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv,
-                               int64_t plane);
-void winograd4x4OutputTransform(const float* m, int64_t ldm, int64_t plane, int64_t n, int64_t filters,
-                                const Window2d& g, const float* bias, bool relu, float* y);
-void winograd4x4GradOutputTransform(const float* dy, const float* relu_out, int64_t n, int64_t filters,
-                                    const Window2d& g, float* z, int64_t ldz, int64_t plane);
-void winograd4x4GradInputTransform(const float* dv, int64_t ldv, int64_t plane, int64_t n, const Window2d& g,
-                                   float* dx);
-
 // One Winograd variant's geometry and transforms, for callers that choose
-// between them.
+// between them: winograd2x2() holds the functions above; winograd4x4() holds
+// F(4x4,3x3)'s, with the same contracts for 4x4 output tiles, 6x6 input tiles
+// (overlapping by 2) and 36 transformed planes (xi = 6a + b): 36 multiplies
+// per output tile and (filter, channel) instead of 144. Same precondition
+// (winogradSupported).
 struct WinogradVariant {
   int tile;      // output tile side: 2 or 4
   int elements;  // transformed planes, (tile + 2)^2

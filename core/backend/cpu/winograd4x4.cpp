@@ -13,7 +13,7 @@
 // This file: the geometry and the filter-side transforms (scalar). The
 // activation-side transforms are in winograd4x4_forward.cpp and
 // winograd4x4_backward.cpp.
-#include "core/backend/ops.h"
+#include "core/backend/cpu/winograd4x4_rows.h"
 
 namespace dtrain::ops {
 

@@ -1,7 +1,8 @@
-// Shared by the Winograd F(4x4,3x3) transform kernels
-// (winograd4x4_forward.cpp, winograd4x4_backward.cpp): tile geometry, the
-// 1-D transforms, and padded rows split into four phases. Internal to
-// core/backend/cpu.
+// Winograd F(4x4,3x3)'s functions, which callers reach through
+// ops::winograd4x4() (ops.h: the same contracts as F(2x2,3x3)'s), and what
+// their transform kernels (winograd4x4_forward.cpp, winograd4x4_backward.cpp)
+// share: tile geometry, the 1-D transforms, and padded rows split into four
+// phases. Internal to core/backend/cpu.
 //
 // Vectorisation runs across the tiles of one tile row (8 tiles per vector),
 // as in F(2x2,3x3) (winograd_rows.h). A padded row is split into four phases,
@@ -15,6 +16,22 @@
 
 #include "core/backend/cpu/vec8.h"
 #include "core/backend/ops.h"
+
+namespace dtrain::ops {
+
+WinogradTiles winograd4x4Tiles(const Window2d& g);
+void winograd4x4FilterTransform(const float* w, int64_t filters, int64_t channels, float* u);
+void winograd4x4FilterGradTransform(const float* du, int64_t filters, int64_t channels, float* dw);
+void winograd4x4InputTransform(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv,
+                               int64_t plane);
+void winograd4x4OutputTransform(const float* m, int64_t ldm, int64_t plane, int64_t n, int64_t filters,
+                                const Window2d& g, const float* bias, bool relu, float* y);
+void winograd4x4GradOutputTransform(const float* dy, const float* relu_out, int64_t n, int64_t filters,
+                                    const Window2d& g, float* z, int64_t ldz, int64_t plane);
+void winograd4x4GradInputTransform(const float* dv, int64_t ldv, int64_t plane, int64_t n, const Window2d& g,
+                                   float* dx);
+
+}  // namespace dtrain::ops
 
 namespace dtrain::ops::winograd4 {
 
@@ -32,9 +49,10 @@ struct Dims {
 };
 
 inline Dims dims(const Window2d& g) {
-  const int64_t tw = (g.outWidth() + 3) / 4, th = (g.outHeight() + 3) / 4;
-  return {g.height, g.width, g.outHeight(), g.outWidth(),    g.pad_h, g.pad_w,
-          th,       tw,      th * tw,       (tw + 8) / 8 * 8};
+  const WinogradTiles tiles = winograd4x4Tiles(g);
+  const int64_t tw = tiles.cols;
+  return {g.height,   g.width, g.outHeight(),     g.outWidth(),    g.pad_h, g.pad_w,
+          tiles.rows, tw,      tiles.perSample(), (tw + 8) / 8 * 8};
 }
 
 inline V8 times(float s, V8 a) { return simd::broadcast(s) * a; }
