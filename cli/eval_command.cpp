@@ -19,7 +19,8 @@ int runEval(const EvalArgs& args) {
   const Device device = computeDevice(job.job);
   auto test = openDataset(job.data, Split::Test, job.job.seed);
   ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(),
-                      device.isCpu() ? resolveThreads(0) : 1, job.train.batch_size, device);
+                      device.isCpu() ? resolveThreads(0) : 1, job.train.batch_size, device,
+                      gpuLayerOptions(job.job, nullptr));
   restoreCheckpoint(from.checkpoint, replicas.store(), replicas.buffers(), nullptr);
   OneDeviceStrategy one_process;  // eval runs in one process, whatever strategy trained the weights
   EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data, one_process);

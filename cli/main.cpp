@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "cli/bench_command.h"
+#include "cli/bench_step_command.h"
 #include "cli/commands.h"
 #include "core/errors.h"
 
@@ -49,6 +50,8 @@ int main(int argc, char** argv) {
   auto* bench_allreduce_cmd = addBenchCommand(app, bench_allreduce);
   BenchLoaderArgs bench_loader;
   auto* bench_loader_cmd = addBenchLoaderCommand(app, bench_loader);
+  BenchStepArgs bench_step;
+  auto* bench_step_cmd = addBenchStepCommand(app, bench_step);
 
   ResumeArgs resume;
   auto* resume_cmd = app.add_subcommand("resume", "Continue a run from its latest complete checkpoint");
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return runEval(eval);
     if (*bench_allreduce_cmd) return runBenchAllreduce(bench_allreduce);
     if (*bench_loader_cmd) return runBenchLoader(bench_loader);
+    if (*bench_step_cmd) return runBenchStep(bench_step);
     if (*resume_cmd) return runResume(resume);
   } catch (const dtrain::ConfigError& e) {
     std::fprintf(stderr, "dtrain: error: %s\n", e.what());

@@ -55,7 +55,9 @@ BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t ba
   if (augmentation_.active() && shape.rank() != 3)
     throw ConfigError("[data] augment_* keys need [C,H,W] image samples, not " + shape.str());
   // The consumer holds one buffer while the thread fills up to `prefetch`.
-  slots_.resize(static_cast<size_t>(prefetch_) + 1);
+  if (options.held < 0) throw Error("BatchLoader: held must be >= 0, got " + std::to_string(options.held));
+  // prefetch being prepared or ready, one handed out, `held` still read by the consumer.
+  slots_.resize(static_cast<size_t>(prefetch_) + 1 + static_cast<size_t>(options.held));
   if (prefetch_ > 0) thread_ = std::thread([this] { run(); });
 }
 
@@ -211,7 +213,7 @@ bool BatchLoader::nextSynchronous(Batch& out) {
   }
   const int64_t begin = start_position_ + consumed_ * batch_size_;
   const int64_t n = std::min(batch_size_, sampler_.size() - begin);
-  Slot& slot = slots_[0];
+  Slot& slot = slots_[static_cast<size_t>(consumed_ % static_cast<int64_t>(slots_.size()))];
   fill(slot, sync_order_, begin, n, epoch_, generation_);
   out = slot.batch;
   ++consumed_;

@@ -18,6 +18,7 @@ LoaderOptions loaderOptionsFor(const DataSection& data, const Dataset& dataset, 
   o.threads = resolveLoaderThreads(data.loader_threads, dataset);
   o.shard = shard;
   o.pinned = pinned;
+  o.held = pinned ? 1 : 0;  // pinned buffers feed asynchronous copies to a GPU (BatchStager)
   o.normalisation = Normalisation::fromConfig(data, dataset.sampleShape()[0]);
   if (split == Split::Train) o.augmentation = Augmentation::fromConfig(data);
   o.seed = seed;

@@ -28,6 +28,11 @@ struct LoaderOptions {
   // Page-locked buffers (Tensor::pinned), so a GPU copies batches from them
   // asynchronously while the loader fills the next ones.
   bool pinned = false;
+  // Batches the consumer still reads after asking for the next one: a batch
+  // stays unchanged until `held` + 1 further calls to next() (a GPU's copy of
+  // it may still be queued when the step after it asks for its batch).
+  // Counted from start(): batches from before a start() are never held.
+  int held = 0;
   // The loader's threads run below normal priority, so they take the gaps the
   // compute threads leave instead of preempting them (batch_loader.cpp).
   // `dtrain bench loader`, which measures the loader alone, turns this off.

@@ -1,7 +1,8 @@
 // The loss of a batch on a compute device: softmax cross-entropy queued on the
-// device behind the forward pass, its sums read back once per step (a read
-// waits for the device), so the host can queue backward and the update
-// meanwhile instead of waiting for the logits.
+// device behind the forward pass. Its sums are taken as snapshots: a snapshot
+// queues their copy into pinned host memory and starts new sums without
+// waiting, and is read a step later, when the device has long got there, so
+// the host queues step after step without ever waiting for the GPU.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,19 +19,34 @@ struct LossSums {
 
 class DeviceLoss {
  public:
+  // Snapshots that may wait to be taken at once.
+  static constexpr int kMaxPendingSnapshots = 4;
+
   virtual ~DeviceLoss() = default;
   // The loss for `device` (not the CPU: it computes ops::softmaxCrossEntropy
   // directly). Throws DeviceError for a device this build cannot drive.
   static std::unique_ptr<DeviceLoss> make(Device device, int64_t classes);
 
-  // Queues the loss of n rows of logits (device memory) against host labels
-  // smoothed by `smoothing` (ops::softmaxCrossEntropy's meaning); dlogits
-  // (device memory, nullable) gets (softmax - target) * grad_scale.
+  // Queues the loss of n rows of logits (device memory) against labels, on
+  // the host (queue) or already on the device (queueOnDevice), smoothed by
+  // `smoothing` (ops::softmaxCrossEntropy's meaning); dlogits (device memory,
+  // nullable) gets (softmax - target) * grad_scale.
   virtual void queue(const float* logits, const int32_t* host_labels, int64_t n, float grad_scale,
                      float* dlogits, float smoothing = 0.0f) = 0;
-  // Waits for the device and returns the sums of everything queued since the
-  // last read. Throws Error when a label was outside [0, classes).
-  virtual LossSums read() = 0;
+  virtual void queueOnDevice(const float* logits, const int32_t* device_labels, int64_t n, float grad_scale,
+                             float* dlogits, float smoothing = 0.0f) = 0;
+  // Queues the copy of the sums of everything queued since the last snapshot
+  // and starts new ones; never waits. Throws Error when kMaxPendingSnapshots
+  // are pending already.
+  virtual void snapshot() = 0;
+  // The oldest pending snapshot's sums; waits for the device only when it has
+  // not reached the snapshot yet (a counted wait, core/backend/device_waits.h).
+  // Throws Error when none is pending, or when a label was outside [0, classes).
+  virtual LossSums takeSnapshot() = 0;
+  virtual int pendingSnapshots() const = 0;
+  // The sums of everything queued since the last snapshot, waiting for the
+  // device (evaluation). Throws Error while training snapshots are pending.
+  LossSums read();
 };
 
 }  // namespace dtrain

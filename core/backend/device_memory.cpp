@@ -4,12 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/backend/device_query.h"
-#include "core/errors.h"
-
-#if defined(DTRAIN_HAVE_CUDA)
-#include "core/backend/cuda/cuda_context.h"
-#endif
+#include "core/backend/cuda_module.h"
 
 namespace dtrain {
 
@@ -21,14 +16,15 @@ std::shared_ptr<void> allocateHost(size_t bytes) {
   return std::shared_ptr<void>(p, std::free);
 }
 
-#if defined(DTRAIN_HAVE_CUDA)
-
 std::shared_ptr<void> allocateDeviceMemory(Device device, size_t bytes) {
-  return CudaContext::of(device.index).allocate(bytes);
+  return cudaBackend(device).allocate(device.index, bytes);
 }
 
 std::shared_ptr<void> allocatePinnedHost(size_t bytes) {
-  std::shared_ptr<void> pinned = cudaPinnedHost(bytes);
+  // Only a run that computes on a GPU has loaded the module; pinning pays
+  // only for copies to a GPU, so everyone else gets ordinary memory.
+  CudaBackend* cuda = loadedCudaBackend();
+  std::shared_ptr<void> pinned = cuda ? cuda->pinnedHost(bytes) : nullptr;
   return pinned ? pinned : allocateHost(bytes);
 }
 
@@ -39,29 +35,15 @@ void copyDeviceMemory(void* dst, Device dst_device, const void* src, Device src_
     std::memcpy(dst, src, bytes);
     return;
   }
-  CudaContext::of(on.index).copy(dst, src, bytes, dst_device.isCpu());
+  cudaBackend(on).copy(on.index, dst, src, bytes, dst_device.isCpu());
 }
 
 void fillDeviceMemory(float* p, int64_t n, float value, Device device) {
-  CudaContext::of(device.index).fill(p, n, value);
+  cudaBackend(device).fill(device.index, p, n, value);
 }
 
 void addDeviceMemory(float* dst, const float* src, int64_t n, Device device) {
-  CudaContext::of(device.index).add(dst, src, n);
+  cudaBackend(device).add(device.index, dst, src, n);
 }
-
-#else
-
-std::shared_ptr<void> allocateDeviceMemory(Device device, size_t) { throw noCudaBackendError(device); }
-std::shared_ptr<void> allocatePinnedHost(size_t bytes) { return allocateHost(bytes); }
-void copyDeviceMemory(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
-  if (!dst_device.isCpu()) throw noCudaBackendError(dst_device);
-  if (!src_device.isCpu()) throw noCudaBackendError(src_device);
-  if (bytes) std::memcpy(dst, src, bytes);
-}
-void fillDeviceMemory(float*, int64_t, float, Device device) { throw noCudaBackendError(device); }
-void addDeviceMemory(float*, const float*, int64_t, Device device) { throw noCudaBackendError(device); }
-
-#endif
 
 }  // namespace dtrain

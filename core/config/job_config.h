@@ -21,6 +21,13 @@ struct JobSection {
   // GPU arithmetic of matrix products and convolutions: "fp32" (exact fp32,
   // matches the CPU) | "tf32" (tensor cores: faster, ~3 decimal digits)
   std::string precision = "fp32";
+  // GPU: only deterministic convolution algorithms are candidates, so a run
+  // and its resumes repeat bit for bit (the algorithms chosen are kept in the
+  // run directory); false lets the fastest, atomics-summing ones compete too.
+  bool deterministic = true;
+  // GPU: the most workspace one library call (a convolution pass, a matrix
+  // product) may use; faster algorithms needing more are passed over.
+  int gpu_workspace_mb = 1024;
 };
 
 // One entry of [[model.layers]]: name, type, inputs, and type-specific options.

@@ -15,9 +15,8 @@
 namespace dtrain {
 
 const char* const kResumeChangeable =
-    "[strategy], [cluster], job.threads, job.device, job.precision, train.steps, train.epochs and the eval, "
-    "checkpoint "
-    "and log cadence";
+    "[strategy], [cluster], job.threads, job.device, job.precision, job.deterministic, job.gpu_workspace_mb, "
+    "train.steps, train.epochs and the eval, checkpoint and log cadence";
 
 namespace {
 
@@ -118,7 +117,9 @@ std::string differenceMessage(const std::string& section, const std::string& key
 
 bool changeableOnResume(const std::string& section, const std::string& key) {
   if (section == "strategy" || section == "cluster") return true;
-  if (section == "job") return key == "threads" || key == "device" || key == "precision";
+  if (section == "job")  // where and how the steps run, on which device and with which GPU algorithms
+    return key == "threads" || key == "device" || key == "precision" || key == "deterministic" ||
+           key == "gpu_workspace_mb";
   if (section == "data") return key == "loader_threads" || key == "prefetch";  // how, not what, is loaded
   if (section == "train") {
     const std::vector<std::string>& keys = changeableTrainKeys();

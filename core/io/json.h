@@ -114,6 +114,7 @@ class JsonWriter {
   JsonWriter& add(const std::string& key, const std::vector<double>& v);
   JsonWriter& add(const std::string& key, const std::vector<std::string>& v);
   JsonWriter& add(const std::string& key, const JsonWriter& object);  // nested object
+  JsonWriter& add(const std::string& key, const std::vector<JsonWriter>& objects);  // array of objects
   JsonWriter& addNull(const std::string& key);
 
   bool empty() const { return keys_.empty(); }

@@ -125,4 +125,8 @@ JsonWriter& JsonWriter::add(const std::string& key, const std::vector<std::strin
   return addRaw(key, joinArray(v, [](const std::string& x) { return jsonQuote(x); }));
 }
 
+JsonWriter& JsonWriter::add(const std::string& key, const std::vector<JsonWriter>& v) {
+  return addRaw(key, joinArray(v, [](const JsonWriter& x) { return x.str(); }));
+}
+
 }  // namespace dtrain

@@ -1,6 +1,6 @@
 #include "core/launch/process_group_choice.h"
 
-#include "core/backend/device_groups.h"
+#include "core/comm/device_groups.h"
 #include "core/backend/device_query.h"
 #include "core/comm/gloo_process_group.h"
 #include "core/comm/shm_process_group.h"

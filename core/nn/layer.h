@@ -65,6 +65,9 @@ struct LayerContext {
   // Whether this replica writes the shared buffers (running statistics) in
   // training passes: one replica does, after the statistics are reduced.
   bool updates_buffers = true;
+  // Told around each layer's forward and backward (dtrain bench step); null
+  // in training.
+  class LayerTimer* layer_timer = nullptr;
 };
 
 class Layer {
@@ -114,6 +117,9 @@ class Layer {
   virtual int64_t forwardFlops() const { return 0; }
   // One-line description of the configuration for the model summary ("3x3/1 pad 1").
   virtual std::string describe() const { return ""; }
+  // The algorithm computing a batch of `batch` samples, when the layer has a
+  // choice ("winograd4x4"; on a GPU the library's algorithms per pass); "" otherwise.
+  virtual std::string algorithmName(int64_t batch) const { return ""; }
 
  private:
   std::string name_;

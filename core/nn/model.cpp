@@ -5,6 +5,7 @@
 
 #include "core/config/suggest.h"
 #include "core/errors.h"
+#include "core/nn/layer_timer.h"
 
 namespace dtrain {
 
@@ -239,7 +240,9 @@ const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (alias_of_[i] >= 0) continue;
     c.layer_index = static_cast<int>(i);
+    if (ctx.layer_timer) ctx.layer_timer->begin(static_cast<int>(i), false);
     nodes_[i].layer->forward(inputsOf(nodes_[i], input), act_[i], c);
+    if (ctx.layer_timer) ctx.layer_timer->end(static_cast<int>(i), false);
   }
   return act_.back();
 }
@@ -275,8 +278,10 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
         din.push_back(&to_add.back().second);
       }
     }
+    if (ctx.layer_timer) ctx.layer_timer->begin(i, true);
     node.layer->backward(inputsOf(node, input), act_[i], grad_[i], din, c);
     for (auto& [in, g] : to_add) grad_[in].add(g);
+    if (ctx.layer_timer) ctx.layer_timer->end(i, true);
     if (ctx.backward_listener) ctx.backward_listener->layerDone(i);
   }
 }

@@ -40,7 +40,7 @@ class Model {
   // Points the layers at the store's parameters and at `grads` (same layout),
   // at `buffers` (laid out by registerBuffers; may be null when no layer has
   // any), and sizes activations for up to `capacity` samples, on the device of
-  // `grads` (the layers must be that device's: see core/backend/device_layers.h).
+  // `grads` (the layers must be that device's: see core/nn/device_layers.h).
   void bind(const ParamStore& store, Tensor grads, int64_t capacity, const ParamStore* buffers = nullptr);
 
   // Forward of `n` samples (n <= capacity); returns the output activations [n, ...].

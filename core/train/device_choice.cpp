@@ -1,5 +1,6 @@
 #include "core/train/device_choice.h"
 
+#include "core/backend/cuda_module.h"
 #include "core/backend/device_ops.h"
 #include "core/backend/device_query.h"
 #include "core/errors.h"
@@ -9,12 +10,22 @@ namespace dtrain {
 Device resolveDevice(const std::string& configured, int local_index) {
   if (configured == "cpu") return Device::cpu();
   const bool built = cudaBackendBuilt();
-  const int gpus = built ? visibleCudaDevices() : 0;
-  if (configured == "auto") return gpus > 0 ? Device::cuda(local_index % gpus) : Device::cpu();
+  // Counting GPUs asks the driver only; the backend module is loaded when a
+  // GPU will be used, or when "cuda" is asked for, so that a host lacking a
+  // CUDA library hears which one before it hears that no GPU is visible.
+  if (configured == "auto") {
+    const int gpus = built ? visibleCudaDevices() : 0;
+    if (gpus == 0) return Device::cpu();
+    const Device gpu = Device::cuda(local_index % gpus);
+    cudaBackend(gpu);  // a GPU is there: a module that cannot load is an error, never a quiet CPU run
+    return gpu;
+  }
   if (!built)
     throw ConfigError(
         "[job] device = \"cuda\": this dtrain was built without the CUDA backend (the CUDA toolkit, cuBLAS, "
         "cuDNN or NCCL was missing when it was configured); rebuild with them, or use device = \"cpu\"");
+  cudaBackend(Device::cuda(0));  // throws DeviceError naming a missing library
+  const int gpus = visibleCudaDevices();
   if (gpus == 0)
     throw ConfigError(
         "[job] device = \"cuda\": no CUDA device is visible to this process (check the driver and "
@@ -32,6 +43,14 @@ std::string describeDevice(Device device) {
   if (device.isCpu()) return "cpu";
   const std::string name = cudaDeviceName(device.index);
   return device.str() + (name.empty() ? "" : " (" + name + ")");
+}
+
+GpuLayerOptions gpuLayerOptions(const JobSection& job, AlgorithmCache* algorithms) {
+  GpuLayerOptions gpu;
+  gpu.deterministic = job.deterministic;
+  gpu.workspace_limit_bytes = static_cast<size_t>(job.gpu_workspace_mb) << 20;
+  gpu.algorithms = algorithms;
+  return gpu;
 }
 
 }  // namespace dtrain

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/config/job_config.h"
+#include "core/nn/gpu_layer_options.h"
 #include "core/tensor/tensor.h"
 
 namespace dtrain {
@@ -18,5 +19,8 @@ Device resolveDevice(const std::string& configured, int local_index = 0);
 Device computeDevice(const JobSection& job, int local_index = 0);
 // "cuda:0 (NVIDIA H100 80GB HBM3)", "cpu".
 std::string describeDevice(Device device);
+// How a GPU's layers choose their algorithms under [job] deterministic and
+// gpu_workspace_mb, keeping the choices in `algorithms` (may be null).
+GpuLayerOptions gpuLayerOptions(const JobSection& job, AlgorithmCache* algorithms);
 
 }  // namespace dtrain

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/backend/device_layers.h"
+#include "core/nn/device_layers.h"
 #include "core/backend/ops.h"
 #include "core/errors.h"
 #include "models/model_builder.h"
@@ -12,7 +12,8 @@
 namespace dtrain {
 
 ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int64_t classes,
-                       const LayerRegistry& registry, int threads, int64_t max_batch, Device device)
+                       const LayerRegistry& registry, int threads, int64_t max_batch, Device device,
+                       const GpuLayerOptions& gpu)
     : pool_(threads), classes_(classes), device_(device) {
   if (!device.isCpu() && threads != 1)
     throw Error("a GPU replica set runs one replica; got " + std::to_string(threads) + " threads");
@@ -20,7 +21,7 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   openblas_set_num_threads(1);
   capacity_ = (max_batch + pool_.size() - 1) / pool_.size();
   replicas_.resize(static_cast<size_t>(pool_.size()));
-  const LayerRegistry device_layers = device.isCpu() ? LayerRegistry() : layersFor(device);
+  const LayerRegistry device_layers = device.isCpu() ? LayerRegistry() : layersFor(device, gpu);
   const LayerRegistry& layers = device.isCpu() ? registry : device_layers;
   for (auto& r : replicas_) r.model = buildModel(model, input_shape, classes, layers);
   replicas_[0].model->registerParams(store_);
@@ -37,6 +38,7 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   if (!device.isCpu()) {
     device_input_ = Tensor::empty(input_shape.withBatch(capacity_), device);
     loss_ = DeviceLoss::make(device, classes);
+    stager_ = BatchStager::make(device, device_input_.numel(), capacity_);
   }
 }
 
@@ -66,12 +68,28 @@ BatchFigures ReplicaSet::runOnDevice(const Batch& batch, bool training, uint64_t
                                      BackwardListener* listener) {
   Replica& r = replicas_[0];
   const int64_t n = batch.size;
+  // Training batches fit the replica (capacity = the training batch) and go
+  // through the stager's copy stream; evaluation walks larger batches in pieces.
   for (int64_t start = 0; start < n; start += capacity_) {
     const int64_t len = std::min(capacity_, n - start);
-    // From the loader's pinned buffer: queued, so the host goes on at once.
-    Tensor input = device_input_.narrow(0, len);
-    input.copyFrom(batch.images.narrow(start, len));
+    StepProfile* profile = training ? profile_ : nullptr;
+    if (profile) profile->beginPhase(DevicePhase::Copy);
+    Tensor input;
+    const int32_t* device_labels = nullptr;
+    if (training) {
+      const Shape sample = device_input_.shape().withoutBatch();
+      const BatchStager::Staged staged = stager_->stage(batch.images.data() + start * sample.numel(),
+                                                        len * sample.numel(), batch.labels.data() + start, len);
+      input = Tensor::view(staged.images, sample.withBatch(len), device_);
+      device_labels = staged.labels;
+    } else {
+      // From the loader's pinned buffer: queued, so the host goes on at once.
+      input = device_input_.narrow(0, len);
+      input.copyFrom(batch.images.narrow(start, len));
+    }
+    if (profile) profile->endPhase(DevicePhase::Copy);
     LayerContext ctx;
+    ctx.layer_timer = profile;
     ctx.training = training;
     ctx.seed = seed;
     ctx.sample_offset = batch.global_offset + start;
@@ -79,24 +97,33 @@ BatchFigures ReplicaSet::runOnDevice(const Batch& batch, bool training, uint64_t
     ctx.stats_reducer = training ? rank_stats_.get() : nullptr;
     const Tensor& logits = r.model->forward(input, ctx);
     Tensor dlogits = r.dlogits.narrow(0, len);
-    loss_->queue(logits.data(), batch.labels.data() + start, len, grad_scale,
-                 training ? dlogits.data() : nullptr, training ? label_smoothing_ : 0.0f);
-    if (training) r.model->backward(input, dlogits, ctx);
+    if (profile) profile->beginPhase(DevicePhase::Loss);
+    if (training)
+      loss_->queueOnDevice(logits.data(), device_labels, len, grad_scale, dlogits.data(), label_smoothing_);
+    else
+      loss_->queue(logits.data(), batch.labels.data() + start, len, grad_scale, nullptr, 0.0f);
+    if (profile) profile->endPhase(DevicePhase::Loss);
+    if (training) {
+      r.model->backward(input, dlogits, ctx);
+      stager_->doneWith();
+    }
   }
   if (training && listener && n == 0)  // nothing to compute: its gradients stay zero
     for (int i = static_cast<int>(r.model->nodes().size()) - 1; i >= 0; --i) listener->layerDone(i);
   if (training) return BatchFigures{};
-  return takeDeviceFigures();
+  const LossSums sums = loss_->read();  // evaluation waits for its figures
+  return BatchFigures{sums.loss_sum, sums.correct, sums.samples};
+}
+
+void ReplicaSet::snapshotDeviceFigures() {
+  if (!loss_) throw Error("snapshotDeviceFigures is for GPU replica sets");
+  loss_->snapshot();
 }
 
 BatchFigures ReplicaSet::takeDeviceFigures() {
   if (!loss_) throw Error("takeDeviceFigures is for GPU replica sets");
-  const LossSums sums = loss_->read();
-  BatchFigures f;
-  f.loss_sum = sums.loss_sum;
-  f.correct = sums.correct;
-  f.samples = sums.samples;
-  return f;
+  const LossSums sums = loss_->takeSnapshot();
+  return BatchFigures{sums.loss_sum, sums.correct, sums.samples};
 }
 
 BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
@@ -148,12 +175,16 @@ void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, floa
     ctx.updates_buffers = updates_buffers;
     // Gradients are final only after the replica's last piece.
     ctx.backward_listener = start + len == end ? listener : nullptr;
+    StepProfile* profile = training && t == 0 ? profile_ : nullptr;  // replica 0 speaks for the others
+    ctx.layer_timer = profile;
     const Tensor& logits = r.model->forward(input, ctx);
     Tensor dlogits = r.dlogits.narrow(0, len);
     int64_t correct = 0;
+    if (profile) profile->beginPhase(DevicePhase::Loss);
     r.figures.loss_sum +=
         ops::softmaxCrossEntropy(logits.data(), batch.labels.data() + start, len, classes_, grad_scale,
                                  dlogits.data(), &correct, training ? label_smoothing_ : 0.0f);
+    if (profile) profile->endPhase(DevicePhase::Loss);
     r.figures.correct += correct;
     r.figures.samples += len;
     if (training) r.model->backward(input, dlogits, ctx);

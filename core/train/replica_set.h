@@ -6,10 +6,11 @@
 // both cores busy through the memory-bound ops too, not only matrix products.
 //
 // On a GPU there is one replica (one process drives one device): its layers
-// are the device's (core/backend/device_layers.h), parameters, gradients and
-// activations live in device memory, each batch is copied there from the
-// loader's pinned buffers, and the loss is read back once per step
-// (takeDeviceFigures) after the host has queued backward and the update.
+// are the device's (core/nn/device_layers.h), parameters, gradients and
+// activations live in device memory, each training batch is copied there
+// from the loader's pinned buffers on a copy stream (BatchStager) while the
+// previous step computes, and the loss sums are snapshotted after the update
+// and read a step later, so the host never waits for the device.
 //
 // Ownership: owns the worker pool, the replicas and the parameter store.
 // Not thread-safe: one caller (the trainer loop).
@@ -17,12 +18,15 @@
 #include <memory>
 #include <vector>
 
+#include "core/backend/batch_stager.h"
 #include "core/backend/device_loss.h"
 #include "core/config/job_config.h"
+#include "core/nn/gpu_layer_options.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
 #include "core/nn/param_store.h"
 #include "core/train/batch_stats_reducer.h"
+#include "core/train/step_profile.h"
 #include "core/util/worker_pool.h"
 #include "datasets/batch_loader.h"
 
@@ -45,9 +49,11 @@ class ReplicaSet {
  public:
   // `max_batch` is the largest training batch; evaluation batches are processed
   // in pieces of that size. On a GPU `device`, `registry` is replaced by the
-  // device's layers and `threads` must be 1.
+  // device's layers (choosing their algorithms as `gpu` says; its cache must
+  // outlive the set) and `threads` must be 1.
   ReplicaSet(const ModelSection& model, const Shape& input_shape, int64_t classes,
-             const LayerRegistry& registry, int threads, int64_t max_batch, Device device = Device::cpu());
+             const LayerRegistry& registry, int threads, int64_t max_batch, Device device = Device::cpu(),
+             const GpuLayerOptions& gpu = {});
 
   Device device() const { return device_; }
 
@@ -66,6 +72,9 @@ class ReplicaSet {
   void syncBatchStatsAcrossRanks(BatchStatsReducer::RankSum rank_sum);
   // Label smoothing of the training loss (evaluation reports the plain loss).
   void setLabelSmoothing(float smoothing) { label_smoothing_ = smoothing; }
+  // Times replica 0's layers, the batch's copy and the loss in training
+  // passes (dtrain bench step); null: nothing is timed.
+  void setProfile(StepProfile* profile) { profile_ = profile; }
 
   // Forward and backward over the batch: each replica adds the gradient of its
   // samples' loss (scaled by grad_scale, usually 1/batch) to its own buffer.
@@ -76,7 +85,11 @@ class ReplicaSet {
   // with takeDeviceFigures() once the update is queued too.
   BatchFigures trainStep(const Batch& batch, uint64_t step_seed, float grad_scale,
                          BackwardListener* listener = nullptr);
-  // GPU only: waits for the device and returns the last trainStep's figures.
+  // GPU only: queues the copy of the figures of the training steps since the
+  // last snapshot (never waits); takeDeviceFigures returns the oldest
+  // snapshot's, waiting only when the device has not got there yet. The
+  // trainer takes a step's figures one step later.
+  void snapshotDeviceFigures();
   BatchFigures takeDeviceFigures();
   // For grads()[begin, end): adds the other replicas' gradients into replica 0's,
   // in replica order (so the result does not depend on timing), and zeroes
@@ -112,12 +125,14 @@ class ReplicaSet {
   std::unique_ptr<BatchStatsReducer> thread_stats_;
   std::unique_ptr<StatsReducer> rank_stats_;  // GPU with sync across ranks
   float label_smoothing_ = 0.0f;
+  StepProfile* profile_ = nullptr;
   std::vector<Replica> replicas_;
   int64_t capacity_;  // samples per replica per pass
   int64_t classes_;
   Device device_;
   Tensor device_input_;               // GPU: the batch's images, copied from the loader
   std::unique_ptr<DeviceLoss> loss_;  // GPU: the loss kernel and its sums
+  std::unique_ptr<BatchStager> stager_;  // GPU: training batches' copies on a stream of their own
 };
 
 }  // namespace dtrain

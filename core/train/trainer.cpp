@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <deque>
 #include <filesystem>
 #include <thread>
 
+#include "core/backend/algorithm_cache.h"
 #include "core/backend/device_ops.h"
 #include "core/errors.h"
 #include "core/io/crc32.h"
@@ -23,6 +25,7 @@
 #include "core/train/progress.h"
 #include "core/train/replica_set.h"
 #include "core/train/resume_point.h"
+#include "core/train/step_profile.h"
 #include "core/train/stop_signal.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
@@ -38,12 +41,57 @@ int resolveThreads(int configured) {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+namespace {
+
+// A step's figures: the CPU's at once; a GPU's are on their way (their sums
+// snapshotted on the device, taken a step later).
+struct StepFigures {
+  BatchFigures host;
+  bool on_device = false;
+};
+
+// A step whose figures are not yet reduced, logged and shown.
+struct PendingStep {
+  int64_t step = 0, epoch = 0, step_in_epoch = 0;
+  double lr = 0, seconds = 0;
+  int stop = 0;  // stopRequested() when the step had been queued
+  StepFigures figures;
+};
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// A span of a step phase on the profile's device clock, when profiling.
+class PhaseSpan {
+ public:
+  PhaseSpan(StepProfile* profile, DevicePhase phase) : profile_(profile), phase_(phase) {
+    if (profile_) profile_->beginPhase(phase_);
+  }
+  ~PhaseSpan() {
+    try {
+      if (profile_) profile_->endPhase(phase_);
+    } catch (...) {  // a failing device already failed the step; the measurement is lost anyway
+    }
+  }
+  PhaseSpan(const PhaseSpan&) = delete;
+  PhaseSpan& operator=(const PhaseSpan&) = delete;
+
+ private:
+  StepProfile* profile_;
+  DevicePhase phase_;
+};
+
+}  // namespace
+
 struct Trainer::Impl {
   JobConfig job;
   TrainerOptions opt;
   Device device;
   std::shared_ptr<Strategy> strategy;
   std::unique_ptr<Dataset> train_data, test_data;
+  // GPU: the algorithms the layers timed, kept in the run directory for a resume.
+  std::unique_ptr<AlgorithmCache> algorithms;
   std::unique_ptr<ReplicaSet> replicas;
   std::unique_ptr<OverlappedReducer> reducer;  // multi-process runs only
   std::unique_ptr<Optimizer> optimizer;
@@ -79,11 +127,21 @@ struct Trainer::Impl {
     strategy = opt.strategy ? opt.strategy : std::shared_ptr<Strategy>(makeStrategy(job.strategy));
     train_data = openDataset(job.data, Split::Train, job.job.seed);
     test_data = openDataset(job.data, Split::Test, job.job.seed);
+    // Every rank reads the chief's algorithm choices where it can reach the
+    // run directory; a measurement (bench) neither reads nor writes them.
+    if (!device.isCpu())
+      algorithms = std::make_unique<AlgorithmCache>(
+          opt.profile ? "" : (std::filesystem::path(job.job.run_dir) / kAlgorithmCacheFileName).string());
     // A GPU runs one replica; the CPU one per compute thread.
     replicas = std::make_unique<ReplicaSet>(job.model, train_data->sampleShape(), train_data->classes(),
                                             builtinLayers(), device.isCpu() ? job.job.threads : 1,
-                                            job.train.batch_size, device);
+                                            job.train.batch_size, device,
+                                            gpuLayerOptions(job.job, algorithms.get()));
     replicas->setLabelSmoothing(static_cast<float>(job.train.label_smoothing));
+    if (opt.profile) {
+      opt.profile->attach(replicas->model(), device, describeDevice(device));
+      replicas->setProfile(opt.profile);
+    }
     optimizer = makeOptimizer(job.optimizer);
     optimizer->init(replicas->store().size(), device);
     if (resume) {
@@ -116,6 +174,10 @@ struct Trainer::Impl {
       epochs = job.train.epochs;
       total_steps = epochs * steps_per_epoch;
     }
+    if (opt.profile) {  // a measurement: nothing is written
+      progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
+      return;
+    }
     // Only rank 0 writes there (other hosts need not share the file system).
     if (chief()) std::filesystem::create_directories(job.job.run_dir);
     if (chief()) metrics = std::make_unique<MetricsLog>(job.job.run_dir, resume ? state.step : -1);
@@ -123,6 +185,20 @@ struct Trainer::Impl {
       tensorboard = std::make_unique<TensorBoardWriter>(
           (std::filesystem::path(job.job.run_dir) / "tensorboard").string(), resume ? state.step : -1);
     progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
+    if (algorithms)
+      for (const std::string& note : algorithms->takeNotes()) say("warning: " + note);
+  }
+
+  // Algorithms timed since the last call go to the run directory at once, so
+  // a run killed after its first step resumes with them. A write that fails
+  // costs a resume only the timing, so it is reported, not fatal.
+  void saveAlgorithms() {
+    if (!algorithms || !chief()) return;
+    try {
+      algorithms->save();
+    } catch (const IoError& e) {
+      say(std::string("warning: ") + e.what() + "; a resume will time the GPU algorithms again");
+    }
   }
 
   // Ranks built from different job files or program versions would exchange
@@ -209,6 +285,7 @@ struct Trainer::Impl {
       return;
     }
     last_checkpoint = saveCheckpoint(job, state, replicas->store(), replicas->buffers(), *optimizer);
+    saveAlgorithms();  // with those an evaluation timed
     if (tensorboard) tensorboard->flush();
     last_checkpoint_step = state.step;
     say("checkpoint " + std::filesystem::path(last_checkpoint).filename().string() + " (" + why + ")");
@@ -240,6 +317,16 @@ struct Trainer::Impl {
     say(buf);
   }
 
+  // The loader's next batch; a profile hears how long the host waited for it.
+  bool nextBatch(Batch& batch) {
+    if (!opt.profile) return loader->next(batch);
+    opt.profile->stepBegins();
+    const auto asked = std::chrono::steady_clock::now();
+    const bool got = loader->next(batch);
+    opt.profile->addWait(HostWait::Data, secondsSince(asked));
+    return got;
+  }
+
   // Forward and backward; with several ranks also the gradients' all-reduce,
   // overlapped with backward.
   BatchFigures computeGradients(const Batch& batch) {
@@ -254,6 +341,7 @@ struct Trainer::Impl {
         reducer->cancel();
         throw;
       }
+      PhaseSpan span(opt.profile, DevicePhase::Communication);  // what backward did not hide
       reducer->finish();  // summed over replicas and ranks
     } else {
       f = replicas->trainStep(batch, step_seed, grad_scale);
@@ -261,29 +349,43 @@ struct Trainer::Impl {
     return f;
   }
 
-  // A GPU step: everything is queued on the device's stream; the figures are
-  // read (the one wait of the step) once the update is queued too.
-  BatchFigures stepOnDevice(const Batch& batch, double lr) {
+  // A GPU step: everything is queued on the device's streams, and nothing
+  // waits for the device: the batch's copy, forward, loss, backward, update,
+  // and a snapshot of the loss sums into pinned memory.
+  StepFigures stepOnDevice(const Batch& batch, double lr) {
     computeGradients(batch);
     ParamStore& store = replicas->store();
     float* grads = replicas->grads().data();
-    if (!reducer) strategy->reduceGradients(grads, store.size());  // the identity for one process
+    if (!reducer) {
+      PhaseSpan span(opt.profile, DevicePhase::Communication);
+      strategy->reduceGradients(grads, store.size());  // the identity for one process
+    }
     if (job.train.grad_clip_norm > 0) {
       const float clip =
           clipScale(device_ops::sumOfSquares(device, grads, store.size()), job.train.grad_clip_norm);
       if (clip != 1.0f) device_ops::scale(device, grads, store.size(), clip);
     }
-    optimizer->update(store.params().data(), grads, 0, store.size(), StepInfo{lr, state.step + 1});
-    replicas->grads().zero();
-    return replicas->takeDeviceFigures();
+    {
+      PhaseSpan span(opt.profile, DevicePhase::Optimizer);
+      optimizer->update(store.params().data(), grads, 0, store.size(), StepInfo{lr, state.step + 1});
+      replicas->grads().zero();
+    }
+    // Read a step later (settleOldest), when the device has long got there.
+    replicas->snapshotDeviceFigures();
+    return StepFigures{BatchFigures{}, true};
   }
 
-  // One optimizer update from the batch; returns its figures.
-  BatchFigures step(const Batch& batch, double lr) {
+  // One optimizer update from the batch; returns its figures, or on a GPU
+  // that they are on their way.
+  StepFigures step(const Batch& batch, double lr) {
     // Synchronised statistics need samples on every rank; an epoch's last
     // global batch smaller than the rank count is skipped by all ranks alike.
-    if (syncsBatchStats() && batch.global_size < strategy->worldSize()) return BatchFigures{};
+    if (syncsBatchStats() && batch.global_size < strategy->worldSize()) return StepFigures{};
     if (!device.isCpu()) return stepOnDevice(batch, lr);
+    return StepFigures{stepOnCpu(batch, lr), false};
+  }
+
+  BatchFigures stepOnCpu(const Batch& batch, double lr) {
     BatchFigures f = computeGradients(batch);
     ParamStore& store = replicas->store();
     float* params = store.params().data();
@@ -296,6 +398,7 @@ struct Trainer::Impl {
       optimizer->update(params, grads, b, e, info);
       std::fill(grads + b, grads + e, 0.0f);
     };
+    PhaseSpan update_span(opt.profile, DevicePhase::Optimizer);  // with summing the replicas' gradients
     if (strategy->worldSize() == 1 && job.train.grad_clip_norm <= 0) {
       // The common case in one pass over memory: sum the replicas, update, clear.
       // Chunks small enough to stay in cache between the three steps.
@@ -335,6 +438,57 @@ struct Trainer::Impl {
     return f;
   }
 
+  // The running sums of the epoch's steps settled so far, for the progress bar.
+  struct EpochSums {
+    double loss = 0, correct = 0, seen = 0;
+  };
+  EpochSums epoch_sums;
+  std::deque<PendingStep> pending;  // queued steps whose figures are not yet settled, oldest first
+
+  // Takes the oldest pending step's figures (a GPU's from its snapshot),
+  // agrees on them and on a stop with the other ranks, and records and shows
+  // them: metrics.jsonl, TensorBoard and the progress bar get each step's own.
+  void settleOldest() {
+    const PendingStep p = pending.front();
+    pending.pop_front();
+    BatchFigures f = p.figures.host;
+    if (p.figures.on_device) {
+      const auto waiting = std::chrono::steady_clock::now();
+      f = replicas->takeDeviceFigures();
+      if (opt.profile) opt.profile->addWait(HostWait::Device, secondsSince(waiting));
+    }
+    double figs[4] = {f.loss_sum, static_cast<double>(f.correct), static_cast<double>(f.samples),
+                      static_cast<double>(p.stop)};
+    strategy->reduceFigures(figs, 4);
+    if (figs[3] > 0 && !stop_signal) stop_signal = p.stop ? p.stop : SIGTERM;
+    epoch_sums.loss += figs[0];
+    epoch_sums.correct += figs[1];
+    epoch_sums.seen += figs[2];
+    MetricsRecord r;
+    r.step = p.step;
+    r.epoch = p.epoch;
+    r.split = "train";
+    r.loss = figs[2] > 0 ? figs[0] / figs[2] : 0.0;  // 0 samples: a skipped step
+    r.accuracy = figs[2] > 0 ? figs[1] / figs[2] : 0.0;
+    r.images_per_s = p.seconds > 0 ? figs[2] / p.seconds : 0;
+    r.lr = p.lr;
+    r.samples = static_cast<int64_t>(figs[2]);
+    if (metrics) metrics->write(r);
+    if (tensorboard)
+      tensorboard->scalars(p.step, {{"train/loss", static_cast<float>(r.loss)},
+                                    {"train/accuracy", static_cast<float>(r.accuracy)},
+                                    {"train/lr", static_cast<float>(p.lr)},
+                                    {"train/images_per_s", static_cast<float>(r.images_per_s)},
+                                    {"train/step_time_s", static_cast<float>(p.seconds)}});
+    if (!quiet() && epoch_sums.seen > 0)
+      progress->update(p.step_in_epoch, epoch_sums.loss / epoch_sums.seen, epoch_sums.correct / epoch_sums.seen,
+                       static_cast<int64_t>(epoch_sums.seen));
+  }
+
+  void settleAll() {
+    while (!pending.empty()) settleOldest();
+  }
+
   TrainOutcome loop() {
     TrainOutcome out;
     LrSchedule schedule(job.schedule, job.optimizer.lr, total_steps);
@@ -361,16 +515,14 @@ struct Trainer::Impl {
       if (!quiet())
         progress->beginEpoch(state.epoch, epochs,
                              std::min(steps_per_epoch, total_steps - state.epoch * steps_per_epoch), first);
-      double sum_loss = 0, sum_correct = 0, seen = 0;
+      epoch_sums = EpochSums{};
       auto last = std::chrono::steady_clock::now();
       int64_t step_in_epoch = first;
-      while (state.step < total_steps && loader->next(batch)) {
+      while (state.step < total_steps && nextBatch(batch)) {
         double lr = schedule.at(state.step);
-        BatchFigures f = step(batch, lr);
-        double figs[4] = {f.loss_sum, static_cast<double>(f.correct), static_cast<double>(f.samples),
-                          static_cast<double>(stopRequested())};
-        strategy->reduceFigures(figs, 4);
-        if (figs[3] > 0 && !stop_signal) stop_signal = stopRequested() ? stopRequested() : SIGTERM;
+        StepFigures f = step(batch, lr);
+        if (opt.profile) opt.profile->stepDone(batch.size);
+        saveAlgorithms();  // new choices only: the first step's, an evaluation's last short batch
         ++state.step;
         ++step_in_epoch;
         trained_epoch = state.epoch;
@@ -379,28 +531,14 @@ struct Trainer::Impl {
         auto now = std::chrono::steady_clock::now();
         double dt = std::chrono::duration<double>(now - last).count();
         last = now;
-        sum_loss += figs[0];
-        sum_correct += figs[1];
-        seen += figs[2];
-        MetricsRecord r;
-        r.step = state.step;
-        r.epoch = state.epoch;
-        r.split = "train";
-        r.loss = figs[2] > 0 ? figs[0] / figs[2] : 0.0;  // 0 samples: a skipped step
-        r.accuracy = figs[2] > 0 ? figs[1] / figs[2] : 0.0;
-        r.images_per_s = dt > 0 ? figs[2] / dt : 0;
-        r.lr = lr;
-        r.samples = static_cast<int64_t>(figs[2]);
-        if (metrics) metrics->write(r);
-        if (tensorboard)
-          tensorboard->scalars(state.step, {{"train/loss", static_cast<float>(r.loss)},
-                                            {"train/accuracy", static_cast<float>(r.accuracy)},
-                                            {"train/lr", static_cast<float>(lr)},
-                                            {"train/images_per_s", static_cast<float>(r.images_per_s)},
-                                            {"train/step_time_s", static_cast<float>(dt)}});
+        pending.push_back(
+            PendingStep{state.step, state.epoch, step_in_epoch, lr, dt, stopRequested(), f});
+        // The step before this one has long finished on a GPU: its figures are
+        // reduced (with the stop flag) and shown now, one step late, so the host
+        // never waits for the device. Every rank does so at the same point.
+        if (pending.size() > 1) settleOldest();
+        if (opt.step_observer) opt.step_observer(state.step);
         if (state.step == opt.fault_kill_at_step) std::raise(SIGKILL);
-        if (!quiet())
-          progress->update(step_in_epoch, sum_loss / seen, sum_correct / seen, static_cast<int64_t>(seen));
 
         bool epoch_done = state.position >= static_cast<int64_t>(sampler->size());
         if (epoch_done) {
@@ -408,26 +546,33 @@ struct Trainer::Impl {
           state.position = 0;
         }
         bool last_step = state.step == total_steps;
+        const bool eval_now = !opt.profile && ((job.train.eval_every_steps > 0 &&
+                                                state.step % job.train.eval_every_steps == 0) ||
+                                               (epoch_done && job.train.eval_every_epoch) || last_step);
+        const bool checkpoint_now =
+            !opt.profile && ((job.train.checkpoint_every_steps > 0 &&
+                              state.step % job.train.checkpoint_every_steps == 0) ||
+                             (epoch_done && job.train.checkpoint_every_epoch) || last_step);
+        // An epoch's end, an evaluation or a checkpoint shows and records every
+        // step before it (the host waits for the device there, not per step).
+        if (epoch_done || last_step || eval_now || checkpoint_now) settleAll();
         if (epoch_done || last_step) {
           if (!quiet()) progress->endEpoch();
         }
-        if ((job.train.eval_every_steps > 0 && state.step % job.train.eval_every_steps == 0) ||
-            (epoch_done && job.train.eval_every_epoch) || last_step)
-          evaluate();
-        if ((job.train.checkpoint_every_steps > 0 && state.step % job.train.checkpoint_every_steps == 0) ||
-            (epoch_done && job.train.checkpoint_every_epoch) || last_step)
-          checkpoint(last_step ? "end" : epoch_done ? "epoch end" : "periodic");
+        if (eval_now) evaluate();
+        if (checkpoint_now) checkpoint(last_step ? "end" : epoch_done ? "epoch end" : "periodic");
         // The next step's images/s should not include this evaluation or checkpoint.
         last = std::chrono::steady_clock::now();
         if (epoch_done || stopping()) break;
       }
+      settleAll();
     }
     out.step = state.step;
     if (stopping() && state.step < total_steps) {
       if (!quiet()) progress->endEpoch();
       out.interrupted = true;
       out.stop_signal = stopping();
-      checkpoint("interrupted");
+      if (!opt.profile) checkpoint("interrupted");
     }
     out.checkpoint = last_checkpoint;
     out.test_loss = last_eval.loss;

@@ -6,6 +6,7 @@
 // Not thread-safe; run() blocks until training ends or is interrupted.
 #pragma once
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,12 @@ struct TrainerOptions {
   // This process's index among its host's processes: a GPU run computes on
   // the GPU of that index.
   int local_index = 0;
+  // dtrain bench step: times every step into this profile, and writes no
+  // metrics, evaluations or checkpoints (nothing in the run directory).
+  class StepProfile* profile = nullptr;
+  // Told each step's number once the step is queued and the one before it
+  // settled, before any evaluation or checkpoint (tests watch the steady state).
+  std::function<void(int64_t step)> step_observer;
 };
 
 class Trainer {

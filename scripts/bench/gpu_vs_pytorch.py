@@ -1,59 +1,157 @@
 #!/usr/bin/env python3
 """dtrain on CUDA against PyTorch eager on the same GPU, in one run.
 
-Configurations (model preset, batch, bar on dtrain images/s / PyTorch images/s):
-  mlp 128 >= 2.0, cnn 128 >= 2.0, cnn 1024 >= 1.2, mlp 4096 >= 1.2.
-Both train the same model (scripts/bench/peer_models.py mirrors models/model_builder.cpp)
-on the same data (Fashion-MNIST when found, else synthetic 1x28x28 with 10 classes), SGD
-momentum 0.9, lr 0.05, softmax cross-entropy, fp32 with TF32 off.
+Configurations (bar on dtrain images/s / PyTorch images/s):
+  mlp128 >= 6     mlp preset, batch 128      } Fashion-MNIST when found, else synthetic
+  cnn128 >= 3     cnn preset, batch 128      } 1x28x28 with 10 classes
+  cnn1024 >= 1.3  cnn preset, batch 1024     }
+  mlp4096 >= 1.3  mlp preset, batch 4096     }
+  resnet20 >= 1.5      ResNet-20 (CIFAR, 6n+2), synthetic 3x32x32, 10 classes, batch 128
+  mobilenet_v2 >= 1.5  MobileNetV2 width 1.0, synthetic 3x96x96, 10 classes, batch 64
+Both programs train the same network (scripts/bench/peer_models.py and model_peers.py mirror
+dtrain's presets) with SGD momentum 0.9, lr 0.05, softmax cross-entropy, fp32, TF32 off.
+dtrain runs with its defaults for everything the job does not name (convolution algorithms,
+deterministic, gpu_workspace_mb).
 
-  dtrain   `dtrain train` of a generated job (device cuda, precision fp32). images/s = the
-           samples of the steps after the warm-up / the wall time between the end of the
-           warm-up's last step and the end of the last step (metrics.jsonl "time"); the
-           median of the per-step figures is kept in the JSON too. A first short run per
-           configuration (not counted) finds how many steps fill --seconds.
-  PyTorch  a process of this script (--peer): the model on cuda, cudnn.benchmark on,
-           batches sliced from a pinned host copy of the data (its order drawn once:
-           the peer is not charged for reshuffling) and copied with non_blocking=True
-           each step; after the warm-up steps, a loop of --seconds between two
-           torch.cuda.synchronize() calls; images/s = images / that time.
-Runs alternate (dtrain first in even rounds, PyTorch first in odd ones); each figure is
-the median over the rounds. Also measured: the GPU's fp32 matrix-product ceiling
-(torch.matmul 8192x8192, TF32 off; median of 10 timed with CUDA events), and per
-configuration the share of it a step reaches: 3 x forward FLOPs per image x images/s /
-ceiling (forward FLOPs from `dtrain check`; backward counted as twice the forward).
+  dtrain   `dtrain train` of a generated job (device cuda, precision fp32; the jobs are
+           complete files: --write-jobs DIR writes them alone). images/s = the samples of
+           the steps after the warm-up / the wall time between the end of the warm-up's
+           last step and the end of the last step (metrics.jsonl "time"). A first short
+           run per configuration (not counted) finds how many steps fill --seconds.
+  PyTorch  one process of this script (--peer-server) for the whole benchmark, asked for
+           each run in turn: the model on cuda, cudnn.benchmark on, batches sliced from a
+           pinned host copy of the data (its order drawn once) and copied with
+           non_blocking=True each step; after the warm-up steps, a loop of --seconds
+           between two torch.cuda.synchronize() calls; images/s = images / that time.
+           Each configuration's model and optimizer are built once and keep training
+           from one round to the next; the caching allocator is emptied after each run.
+Runs alternate within each configuration (dtrain first in even rounds, PyTorch first in odd
+ones), configurations one after another; each figure is the median over the rounds, and a
+bar needs at least --min-rounds of them. When a round would end past --budget, the timed
+seconds of the rounds left shrink to fit (not below 0.5 s); a round that cannot fit even
+then is not started.
 
-Prints a table and writes the figures as JSON (--json).
+Also measured:
+  ceiling     the GPU's fp32 matrix-product rate: torch.matmul 8192^3, TF32 off, median of
+              10 timed with CUDA events.
+  TFLOP/s     per configuration and program: 3 x forward FLOPs per image x images/s
+              (backward counted as twice the forward; forward FLOPs from `dtrain check`,
+              else the products alone from scripts/bench/model_flops.py), and its share
+              of the ceiling.
+  GPU busy    `nvidia-smi dmon -s u` (SM %, one sample a second) during one more dtrain run
+              of mlp4096 lasting --busy-seconds; the samples whose whole second lies
+              between the end of the warm-up and the last step count; bar: median >= 90%.
+  variants    (--variants; dtrain alone, alternated, if the budget allows) ResNet-20 with
+              job.deterministic true against false: images/s of each and what the first
+              costs. A dtrain that does not know the key is reported as such.
+
+Prints a table and writes the figures as JSON (--json). Exit status 0 when the run
+completed (bars are reported, not enforced: scripts/gpu/summary.py does that).
 
 Usage: scripts/bench/gpu_vs_pytorch.py [--dtrain PATH] [--data DIR|synthetic] [--seconds S]
-                                       [--rounds N] [--only mlp128 ...] [--json FILE]
+           [--rounds N] [--budget S] [--only NAME ...] [--variants] [--json FILE] [--work DIR]
+       scripts/bench/gpu_vs_pytorch.py --write-jobs DIR [--data DIR|synthetic] [--steps N]
+       scripts/bench/gpu_vs_pytorch.py --dry-run   (the configurations, FLOPs and jobs; no GPU)
 """
 import argparse
 import json
 import os
+import queue
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_job import write_bench_job  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import model_flops  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONFIGS = [("mlp", 128, 2.0), ("cnn", 128, 2.0), ("cnn", 1024, 1.2), ("mlp", 4096, 1.2)]
+ROOT = os.path.dirname(os.path.dirname(HERE))
 DATA_DIRS = [os.path.join(ROOT, ".gpu-deps", "root", "usr", "share", "datasets", "fashion-mnist"),
              "/usr/share/datasets/fashion-mnist"]
-TRAIN_SAMPLES = 60000  # Fashion-MNIST's training set; the synthetic set is made as large
+TRAIN_SAMPLES = 60000  # Fashion-MNIST's training set; the synthetic 1x28x28 set is made as large
 CALIBRATION_STEPS = 100
+MIN_SECONDS = 0.5
+LR, MOMENTUM = 0.05, 0.9
+
+# name -> what it trains. "fashion": Fashion-MNIST (or its synthetic stand-in); else a
+# synthetic set of `samples` images of `shape` (128 batches of ResNet-20, 64 of MobileNetV2
+# per epoch). "model_toml" is the dtrain job's [model] table.
+CONFIGS = {
+    "mlp128": {"model": "mlp", "batch": 128, "bar": 6.0, "fashion": True, "model_toml": 'preset = "mlp"\n'},
+    "cnn128": {"model": "cnn", "batch": 128, "bar": 3.0, "fashion": True, "model_toml": 'preset = "cnn"\n'},
+    "cnn1024": {"model": "cnn", "batch": 1024, "bar": 1.3, "fashion": True, "model_toml": 'preset = "cnn"\n'},
+    "mlp4096": {"model": "mlp", "batch": 4096, "bar": 1.3, "fashion": True, "model_toml": 'preset = "mlp"\n'},
+    "resnet20": {"model": "resnet20", "batch": 128, "bar": 1.5, "fashion": False, "shape": [3, 32, 32],
+                 "classes": 10, "samples": 16384, "model_toml": 'preset = "resnet"\ndepth = 20\n'},
+    # torchvision's MobileNetV2 (the PyTorch twin) has dropout 0.2 before its last layer.
+    "mobilenet_v2": {"model": "mobilenet_v2", "batch": 64, "bar": 1.5, "fashion": False, "shape": [3, 96, 96],
+                     "classes": 10, "samples": 4096, "width": 1.0,
+                     "model_toml": 'preset = "mobilenet_v2"\nwidth = 1.0\ndropout = 0.2\n'},
+}
+BUSY_CONFIG, BUSY_BAR = "mlp4096", 90.0
+# (label, configuration, job key, the setting whose cost is reported, the baseline)
+VARIANTS = [("deterministic", "resnet20", "job.deterministic", "true", "false")]
 
 
-def name_of(model, batch):
-    return f"{model}{batch}"
+def describe(name):
+    c = CONFIGS[name]
+    what = {"mlp": "mlp", "cnn": "cnn", "resnet20": "ResNet-20", "mobilenet_v2": "MobileNetV2"}[c["model"]]
+    return f"{what} batch {c['batch']}"
 
 
 def has_fashion_mnist(d):
     return any(os.path.exists(os.path.join(d, "train-images-idx3-ubyte" + ext)) for ext in ("", ".gz"))
+
+
+def toml_str(s):
+    return json.dumps(s)  # a JSON string is a valid TOML basic string
+
+
+# ---------------------------------------------------------------------------- jobs
+
+def data_toml(name, data):
+    c = CONFIGS[name]
+    if c["fashion"] and data != "synthetic":
+        return f'dataset = "fashion_mnist"\ndir = {toml_str(data)}\n'
+    shape, classes = c.get("shape", [1, 28, 28]), c.get("classes", 10)
+    samples = c.get("samples", TRAIN_SAMPLES)
+    return (f'dataset = "synthetic"\nshape = {shape}\nclasses = {classes}\ntrain_samples = {samples}\n'
+            f"test_samples = 256\n")
+
+
+def write_job(work, name, data, steps):
+    """A complete dtrain job for configuration `name` (no --set needed); (path, run_dir)."""
+    c = CONFIGS[name]
+    run_dir = os.path.join(work, f"run_{name}")
+    path = os.path.join(work, f"gpu_{name}.toml")
+    with open(path, "w") as f:
+        f.write(f"""# scripts/bench/gpu_vs_pytorch.py: {describe(name)}
+[job]
+name = "gpu_{name}"
+run_dir = {toml_str(run_dir)}
+device = "cuda"
+precision = "fp32"
+[model]
+{c["model_toml"]}[data]
+{data_toml(name, data)}[train]
+steps = {steps}
+batch_size = {c["batch"]}
+eval_every_epoch = false
+checkpoint_every_epoch = false
+[optimizer]
+type = "sgd"
+lr = {LR}
+momentum = {MOMENTUM}
+""")
+    return path, run_dir
+
+
+def fallback_flops(name):
+    c = CONFIGS[name]
+    return model_flops.forward_flops(c["model"], c.get("shape", [1, 28, 28]), c.get("classes", 10), c.get("width", 1.0))
 
 
 # ---------------------------------------------------------------------------- PyTorch side
@@ -66,59 +164,77 @@ def torch_setup():
     return torch
 
 
-def peer_data(torch, data):
-    """(images N x 1 x 28 x 28 float in [0,1], labels N int64), on the host."""
-    if data == "synthetic":
-        g = torch.Generator().manual_seed(0)
-        return torch.rand(TRAIN_SAMPLES, 1, 28, 28, generator=g), torch.randint(0, 10, (TRAIN_SAMPLES,), generator=g)
-    from pytorch_peer import read_idx
+def peer_data(torch, name, data, cache):
+    """(images N x C x H x W float, labels N int64) on the host, pinned."""
+    c = CONFIGS[name]
+    key = "fashion" if c["fashion"] else name
+    if key in cache:
+        return cache[key]
+    g = torch.Generator().manual_seed(0)
+    if c["fashion"] and data != "synthetic":
+        from pytorch_peer import read_idx
 
-    def path(stem):
-        return next(p for p in (os.path.join(data, stem), os.path.join(data, stem + ".gz")) if os.path.exists(p))
+        def path(stem):
+            return next(p for p in (os.path.join(data, stem), os.path.join(data, stem + ".gz")) if os.path.exists(p))
 
-    x = torch.from_numpy(read_idx(path("train-images-idx3-ubyte")).copy()).unsqueeze(1).float().div_(255.0)
-    y = torch.from_numpy(read_idx(path("train-labels-idx1-ubyte")).astype("int64"))
-    return x, y
+        x = torch.from_numpy(read_idx(path("train-images-idx3-ubyte")).copy()).unsqueeze(1).float().div_(255.0)
+        y = torch.from_numpy(read_idx(path("train-labels-idx1-ubyte")).astype("int64"))
+    else:
+        shape, classes = c.get("shape", [1, 28, 28]), c.get("classes", 10)
+        n = c.get("samples", TRAIN_SAMPLES)
+        x, y = torch.rand(n, *shape, generator=g), torch.randint(0, classes, (n,), generator=g)
+    perm = torch.randperm(x.shape[0], generator=g)
+    cache[key] = (x[perm].pin_memory(), y[perm].pin_memory())
+    return cache[key]
 
 
-def peer_train(model, batch, seconds, warmup, data):
-    torch = torch_setup()
-    from peer_models import build
+def peer_net(torch, name):
+    c = CONFIGS[name]
+    if c["model"] in ("mlp", "cnn"):
+        from peer_models import build
+        return build(c["model"])
+    from model_peers import build
+    return build(c["model"], c["classes"], c.get("width", 1.0))
+
+
+def peer_train(torch, state, data_cache, name, seconds, warmup, data):
     dev = torch.device("cuda")
-    torch.manual_seed(0)
-    x, y = peer_data(torch, data)
-    perm = torch.randperm(x.shape[0])
-    x, y = x[perm].pin_memory(), y[perm].pin_memory()
-    per_epoch = x.shape[0] // batch  # full batches only
-    net = build(model).to(dev)
-    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    batch = CONFIGS[name]["batch"]
+    x, y = peer_data(torch, name, data, data_cache)
+    if name not in state:
+        torch.manual_seed(0)
+        net = peer_net(torch, name).to(dev).train()
+        state[name] = {"net": net, "opt": torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM), "i": 0}
+    s = state[name]
+    net, opt = s["net"], s["opt"]
     loss_fn = torch.nn.CrossEntropyLoss()
+    per_epoch = x.shape[0] // batch  # full batches only
 
-    def step(i):
-        j = (i % per_epoch) * batch
+    def step():
+        j = (s["i"] % per_epoch) * batch
+        s["i"] += 1
         xb = x[j:j + batch].to(dev, non_blocking=True)
         yb = y[j:j + batch].to(dev, non_blocking=True)
         opt.zero_grad(set_to_none=True)
         loss_fn(net(xb), yb).backward()
         opt.step()
 
-    for i in range(warmup):
-        step(i)
+    for _ in range(warmup):
+        step()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    i = warmup
+    steps = 0
     while time.perf_counter() - t0 < seconds:
-        step(i)
-        i += 1
+        step()
+        steps += 1
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    steps = i - warmup
+    torch.cuda.empty_cache()
     return {"images_per_s": steps * batch / dt, "steps": steps, "seconds": dt}
 
 
-def peer_ceiling(n=8192, reps=10):
+def peer_ceiling(torch, n=8192, reps=10):
     """fp32 matrix product n x n x n with TF32 off: TFLOP/s, median of reps."""
-    torch = torch_setup()
     a = torch.randn(n, n, device="cuda")
     b = torch.randn(n, n, device="cuda")
     c = torch.empty(n, n, device="cuda")
@@ -132,167 +248,406 @@ def peer_ceiling(n=8192, reps=10):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)
+    del a, b, c
+    torch.cuda.empty_cache()
     tflops = [2 * n ** 3 / t / 1e12 for t in times]
     props = torch.cuda.get_device_properties(0)
     return {"tflops": statistics.median(tflops), "runs": tflops, "n": n, "gpu": props.name,
-            "gpu_memory_gib": props.total_memory / 2 ** 30, "torch": torch.__version__, "cuda": torch.version.cuda}
+            "gpu_memory_gib": props.total_memory / 2 ** 30, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version()}
 
 
-def run_peer(a, what, model="", batch=0):
-    cmd = [sys.executable, os.path.abspath(__file__), "--peer", what, "--data", a.data, "--seconds", str(a.seconds),
-           "--warmup", str(a.warmup)]
-    if model:
-        cmd += ["--model", model, "--batch", str(batch)]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.seconds + 120)
-    except subprocess.TimeoutExpired:
-        return None, f"PyTorch peer ({what} {model} {batch}) still running after {a.seconds + 120:.0f} s; ended"
-    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
-    if p.returncode != 0 or not lines:
-        tail = [l for l in (p.stdout + p.stderr).splitlines() if l.strip()][-3:]
-        return None, f"PyTorch peer exit {p.returncode}: " + " | ".join(tail)
-    return json.loads(lines[-1]), None
+def peer_server(a):
+    """Answers one JSON line per request line on stdin: {"what": "ceiling"},
+    {"what": "train", "config": NAME, "seconds": S}, {"what": "quit"}."""
+    torch = torch_setup()
+    state, data_cache = {}, {}
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return
+        req = json.loads(line)
+        try:
+            if req["what"] == "quit":
+                return
+            if req["what"] == "ceiling":
+                out = peer_ceiling(torch)
+            else:
+                out = peer_train(torch, state, data_cache, req["config"], req["seconds"], a.warmup, a.data)
+        except Exception as e:  # reported to the benchmark, which goes on
+            out = {"error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(out), flush=True)
+
+
+class Peer:
+    """The PyTorch process, started on first use and again after it died or hung."""
+
+    def __init__(self, a):
+        self.a, self.p, self.log = a, None, os.path.join(a.work, "pytorch_peer.log")
+
+    def _start(self):
+        log = open(self.log, "a")
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--peer-server", "--data", self.a.data,
+                                   "--warmup", str(self.a.warmup)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1)
+        log.close()
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, args=(self.p.stdout, self.lines), daemon=True).start()
+
+    @staticmethod
+    def _read(stream, lines):
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    def _log_tail(self):
+        try:
+            with open(self.log) as f:
+                return " | ".join([l.strip() for l in f if l.strip()][-3:])
+        except OSError:
+            return ""
+
+    def _end(self):
+        if self.p:
+            self.p.kill()
+            self.p.wait()
+            self.p = None
+
+    def ask(self, req, timeout):
+        """(the answer, None) or (None, why)."""
+        if self.p is None or self.p.poll() is not None:
+            self._start()
+        try:
+            self.p.stdin.write(json.dumps(req) + "\n")
+            self.p.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the exit shows below
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                self._end()
+                return None, f"PyTorch peer gave no answer to {req} within {timeout:.0f} s; ended"
+            if line is None:
+                rc = self.p.wait()
+                self.p = None
+                return None, f"PyTorch peer exited ({rc}): {self._log_tail()}"
+            if line.startswith("{"):
+                out = json.loads(line)
+                return (None, f"PyTorch peer: {out['error']}") if "error" in out else (out, None)
+
+    def close(self):
+        if self.p and self.p.poll() is None:
+            try:
+                self.p.stdin.write('{"what": "quit"}\n')
+                self.p.stdin.flush()
+                self.p.wait(timeout=20)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._end()
+
+
+# ---------------------------------------------------------------------------- GPU busy
+
+class Dmon:
+    """`nvidia-smi dmon -s u` in the background: (wall time of arrival, SM %) per sample."""
+
+    def __init__(self):
+        self.samples, self.error, self.p = [], None, None
+        try:
+            self.p = subprocess.Popen(["nvidia-smi", "dmon", "-s", "u", "-d", "1", "-i", "0"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True, bufsize=1)
+        except OSError as e:
+            self.error = f"nvidia-smi dmon: {e}"
+            return
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        column = None
+        for line in self.p.stdout:
+            parts = line.split()
+            if line.startswith("#"):
+                if "sm" in parts[1:]:
+                    column = parts[1:].index("sm")
+                continue
+            if column is not None and len(parts) > column and parts[column].isdigit():
+                self.samples.append((time.time(), int(parts[column])))
+            elif column is None and parts and not self.error:
+                self.error = "nvidia-smi dmon: " + line.strip()
+
+    def stop(self):
+        if self.p:
+            self.p.terminate()
+            try:
+                self.p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+            self.thread.join(timeout=5)
+
+
+def busy_samples(samples, t_begin, t_end, period=1.0):
+    """The SM % of the samples whose whole period lies within [t_begin, t_end]."""
+    return [v for t, v in samples if t - period >= t_begin and t <= t_end]
 
 
 # ---------------------------------------------------------------------------- dtrain side
 
-def dtrain_job(a, model, batch, steps):
-    name = f"gpu_{name_of(model, batch)}"
-    run_dir = os.path.join(a.work, f"run_{name}")
-    path = write_bench_job(os.path.join(a.work, f"{name}.toml"), name, run_dir, model, steps,
-                           job_extra='device = "cuda"\nprecision = "fp32"\n', batch_size=batch)
-    return path, run_dir
-
-
-def data_overrides(a):
-    if a.data == "synthetic":
-        return ["--set", "data.dataset=synthetic", "--set", f"data.train_samples={TRAIN_SAMPLES}",
-                "--set", "data.test_samples=10000"]
-    return ["--set", f"data.dir={a.data}"]
-
-
-def dtrain_forward_flops(a, model, batch):
+def dtrain_forward_flops(a, name):
     """(forward FLOPs per sample, where the figure came from)."""
-    job, _ = dtrain_job(a, model, batch, 1)
-    p = subprocess.run([a.dtrain, "check", job] + data_overrides(a), capture_output=True, text=True, timeout=120)
-    total = [l for l in p.stdout.splitlines() if l.startswith("total ")]
-    if p.returncode == 0 and total:
-        return int(total[-1].split()[-1].replace(",", "")), "dtrain check"
-    from peer_models import forward_flops
-    return forward_flops(model), "peer_models.forward_flops (dtrain check failed)"
+    job, _ = write_job(a.work, name, a.data, 1)
+    why = "no dtrain"
+    if os.path.exists(a.dtrain):
+        p = subprocess.run([a.dtrain, "check", job], capture_output=True, text=True, timeout=120)
+        total = [l for l in p.stdout.splitlines() if l.startswith("total ")]
+        if p.returncode == 0 and total:
+            return int(total[-1].split()[-1].replace(",", "")), "dtrain check"
+        why = "dtrain check failed: " + " | ".join(((p.stderr or p.stdout).strip().splitlines() or ["?"])[-1:])
+    return fallback_flops(name), f"scripts/bench/model_flops.py ({why})"
 
 
-def dtrain_run(a, model, batch, steps):
-    """(images/s over the post-warm-up steps, median per-step images/s), or (None, error)."""
-    job, run_dir = dtrain_job(a, model, batch, a.warmup + steps)
-    limit = 3 * a.seconds + 120  # calibrated for --seconds; a hang must not stall the benchmark
+def last_lines(text, n=3):
+    return " | ".join([l for l in text.splitlines() if l.strip()][-n:])
+
+
+def dtrain_run(a, name, steps, sets=()):
+    """One `dtrain train`: ({"rate": images/s after the warm-up, "step_median": median of the
+    per-step figures, "t_begin", "t_end": wall times of the timed span}, None) or (None, why)."""
+    job, run_dir = write_job(a.work, name, a.data, a.warmup + steps)
+    limit = 3 * a.seconds + 120  # a hang must not stall the benchmark
+    cmd = [a.dtrain, "train", job, "--quiet", "--overwrite"]
+    for s in sets:
+        cmd += ["--set", s]
     try:
-        p = subprocess.run([a.dtrain, "train", job, "--quiet", "--overwrite"] + data_overrides(a),
-                           capture_output=True, text=True, timeout=limit)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        return None, (f"dtrain ({name_of(model, batch)}, {a.warmup + steps} steps) still running after "
-                      f"{limit:.0f} s; ended")
+        return None, f"dtrain ({name}, {a.warmup + steps} steps) still running after {limit:.0f} s; ended"
     if p.returncode != 0:
-        tail = [l for l in (p.stdout + p.stderr).splitlines() if l.strip()][-3:]
-        return None, f"dtrain exit {p.returncode}: " + " | ".join(tail)
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        return None, f"dtrain exit {p.returncode}: " + last_lines(p.stdout + p.stderr)
+    return rate_of(os.path.join(run_dir, "metrics.jsonl"), a.warmup)
+
+
+def rate_of(metrics, warmup):
+    with open(metrics) as f:
         rows = [json.loads(l) for l in f if l.endswith("}\n")]
     train = [r for r in rows if r["split"] == "train"]
-    t0 = next(r["time"] for r in train if r["step"] == a.warmup)
-    after = [r for r in train if r["step"] > a.warmup]
-    rate = sum(r["samples"] for r in after) / (after[-1]["time"] - t0)
-    return (rate, statistics.median(r["images_per_s"] for r in after)), None
+    start = [r["time"] for r in train if r["step"] == warmup]
+    after = [r for r in train if r["step"] > warmup]
+    if not start or not after:
+        return None, f"{metrics} has no train record of step {warmup} followed by more"
+    rate = sum(r["samples"] for r in after) / (after[-1]["time"] - start[0])
+    return {"rate": rate, "step_median": statistics.median(r["images_per_s"] for r in after),
+            "t_begin": start[0], "t_end": after[-1]["time"]}, None
+
+
+def steps_for(rate, batch, seconds):
+    return max(CALIBRATION_STEPS, min(500000, int(rate * seconds / batch)))
 
 
 # ---------------------------------------------------------------------------- main
 
 def measure(a):
     started = time.monotonic()
-    ceiling, err = run_peer(a, "ceiling")
-    if err:
-        sys.exit(f"gpu_vs_pytorch: the matrix-product ceiling could not be measured: {err}")
-    print(f"GPU {ceiling['gpu']}; PyTorch {ceiling['torch']} (CUDA {ceiling['cuda']}); "
-          f"fp32 matmul ceiling {ceiling['tflops']:.1f} TFLOP/s", flush=True)
-    configs = [c for c in CONFIGS if name_of(c[0], c[1]) in a.only]
-    res = {}
-    for model, batch, bar in configs:
-        r = {"model": model, "batch": batch, "bar": bar, "dtrain_runs": [], "dtrain_step_medians": [],
-             "torch_runs": [], "errors": []}
-        r["forward_flops"], r["flops_source"] = dtrain_forward_flops(a, model, batch)
-        # Calibration: how many steps make --seconds.
-        got, err = dtrain_run(a, model, batch, CALIBRATION_STEPS)
+
+    def elapsed():
+        return time.monotonic() - started
+
+    peer = Peer(a)
+    try:
+        ceiling, err = peer.ask({"what": "ceiling"}, timeout=180)
         if err:
-            r["errors"].append(err)
-            r["steps"] = 0
-        else:
-            r["steps"] = max(CALIBRATION_STEPS, min(500000, int(got[0] * a.seconds / batch)))
-        print(f"  {name_of(model, batch)}: forward {r['forward_flops']:,} FLOPs/sample ({r['flops_source']}); "
-              f"{r['steps']} timed steps" + (f"; {err}" if err else ""), flush=True)
-        res[name_of(model, batch)] = r
-    round_s, rounds_done = 0.0, 0
-    for rnd in range(a.rounds):
-        # A round that would end past the budget is not started (the first always is).
-        if rnd and time.monotonic() - started + round_s > a.budget:
-            print(f"  time budget of {a.budget:.0f} s: {rnd} of {a.rounds} rounds measured", flush=True)
-            break
-        round_t0 = time.monotonic()
-        for model, batch, _ in configs:
-            r = res[name_of(model, batch)]
-            sides = ["dtrain", "torch"] if rnd % 2 == 0 else ["torch", "dtrain"]
-            for side in sides:
-                if side == "dtrain" and r["steps"]:
-                    got, err = dtrain_run(a, model, batch, r["steps"])
-                    if got:
-                        r["dtrain_runs"].append(got[0])
-                        r["dtrain_step_medians"].append(got[1])
-                elif side == "torch":
-                    got, err = run_peer(a, "train", model, batch)
-                    if got:
-                        r["torch_runs"].append(got["images_per_s"])
-                else:
-                    continue
-                if err and err not in r["errors"]:
-                    r["errors"].append(err)
-        print(f"  round {rnd + 1}: " + ", ".join(
-            f"{k} dtrain {v['dtrain_runs'][-1] if v['dtrain_runs'] else 0:,.0f} / torch "
-            f"{v['torch_runs'][-1] if v['torch_runs'] else 0:,.0f}" for k, v in res.items()) + " img/s", flush=True)
-        round_s = time.monotonic() - round_t0
-        rounds_done += 1
+            sys.exit(f"gpu_vs_pytorch: the matrix-product ceiling could not be measured: {err}")
+        print(f"GPU {ceiling['gpu']}; PyTorch {ceiling['torch']} (CUDA {ceiling['cuda']}, cuDNN {ceiling['cudnn']}); "
+              f"fp32 matmul ceiling {ceiling['tflops']:.1f} TFLOP/s [{elapsed():.0f} s]", flush=True)
+        res = {}
+        for name in a.only:
+            c = CONFIGS[name]
+            r = {"model": c["model"], "batch": c["batch"], "bar": c["bar"], "label": describe(name),
+                 "data": "fashion_mnist" if c["fashion"] and a.data != "synthetic" else "synthetic",
+                 "dtrain_runs": [], "dtrain_step_medians": [], "torch_runs": [], "errors": []}
+            r["forward_flops"], r["flops_source"] = dtrain_forward_flops(a, name)
+            got, err = dtrain_run(a, name, CALIBRATION_STEPS)  # also the GPU's and the binary's warm-up
+            r["calibration_images_per_s"] = got["rate"] if got else None
+            if err:
+                r["errors"].append(err)
+            print(f"  {name}: forward {r['forward_flops']:,} FLOPs/sample ({r['flops_source']}); "
+                  + (f"{got['rate']:,.0f} img/s in calibration" if got else err) + f" [{elapsed():.0f} s]", flush=True)
+            res[name] = r
+        seconds, rounds_done = a.seconds, 0
+        reserve = a.busy_seconds + 15  # the GPU-busy run after the rounds
+        for rnd in range(a.rounds):
+            if rnd:
+                left, rounds_left = a.budget - elapsed() - reserve, a.rounds - rnd
+                timed = 2 * len(res) * seconds  # about; both programs, every configuration
+                overhead = max(0.0, round_s - timed)
+                if round_s * rounds_left > left:
+                    fit = (left / rounds_left - overhead) / (2 * len(res))
+                    if fit < MIN_SECONDS and left < overhead + 2 * len(res) * MIN_SECONDS:
+                        print(f"  time budget of {a.budget:.0f} s: {rnd} of {a.rounds} rounds measured", flush=True)
+                        break
+                    if max(MIN_SECONDS, fit) < seconds:
+                        seconds = max(MIN_SECONDS, fit)
+                        print(f"  time budget of {a.budget:.0f} s: timed runs shortened to {seconds:.2f} s", flush=True)
+            round_t0 = time.monotonic()
+            for name, r in res.items():
+                sides = ["dtrain", "torch"] if rnd % 2 == 0 else ["torch", "dtrain"]
+                for side in sides:
+                    if side == "dtrain":
+                        if not r["calibration_images_per_s"]:
+                            continue
+                        got, err = dtrain_run(a, name, steps_for(r["calibration_images_per_s"], r["batch"], seconds))
+                        if got:
+                            r["dtrain_runs"].append(got["rate"])
+                            r["dtrain_step_medians"].append(got["step_median"])
+                    else:
+                        got, err = peer.ask({"what": "train", "config": name, "seconds": seconds},
+                                            timeout=seconds + 180)
+                        if got:
+                            r["torch_runs"].append(got["images_per_s"])
+                    if err and err not in r["errors"]:
+                        r["errors"].append(err)
+            round_s = time.monotonic() - round_t0
+            rounds_done += 1
+            print(f"  round {rnd + 1} ({round_s:.0f} s): " + ", ".join(
+                f"{k} {v['dtrain_runs'][-1] if v['dtrain_runs'] else 0:,.0f} / "
+                f"{v['torch_runs'][-1] if v['torch_runs'] else 0:,.0f}" for k, v in res.items())
+                + f" img/s (dtrain / PyTorch) [{elapsed():.0f} s]", flush=True)
+    finally:
+        peer.close()
     for r in res.values():
         d = statistics.median(r["dtrain_runs"]) if r["dtrain_runs"] else None
         t = statistics.median(r["torch_runs"]) if r["torch_runs"] else None
         r["dtrain_images_per_s"], r["torch_images_per_s"] = d, t
+        r["rounds"] = min(len(r["dtrain_runs"]), len(r["torch_runs"]))
         r["ratio"] = d / t if d and t else None
-        r["pass"] = bool(r["ratio"] and r["ratio"] >= r["bar"])
+        r["pass"] = bool(r["ratio"] and r["ratio"] >= r["bar"] and r["rounds"] >= a.min_rounds)
         flops = 3 * r["forward_flops"]
-        r["dtrain_ceiling_share"] = flops * d / (ceiling["tflops"] * 1e12) if d else None
-        r["torch_ceiling_share"] = flops * t / (ceiling["tflops"] * 1e12) if t else None
-    return {"ceiling": ceiling, "configs": res, "seconds": a.seconds, "warmup_steps": a.warmup,
-            "rounds": rounds_done, "data": a.data,
-            "wall_s": time.monotonic() - started,
+        for side, v in (("dtrain", d), ("torch", t)):
+            r[f"{side}_tflops"] = flops * v / 1e12 if v else None
+            r[f"{side}_ceiling_share"] = flops * v / (ceiling["tflops"] * 1e12) if v else None
+    busy = measure_busy(a, res) if BUSY_CONFIG in res else None
+    variants = measure_variants(a, res, started) if a.variants else []
+    return {"ceiling": ceiling, "configs": res, "gpu_busy": busy, "variants": variants, "seconds": a.seconds,
+            "seconds_last_round": seconds, "warmup_steps": a.warmup, "rounds": rounds_done,
+            "min_rounds": a.min_rounds, "data": a.data, "wall_s": elapsed(),
             "method": "dtrain: post-warm-up samples / wall time from metrics.jsonl; PyTorch: images / "
-                      "synchronized wall time; medians over interleaved rounds; TF32 off on both"}
+                      "synchronized wall time, one persistent process; medians over alternated rounds; "
+                      "TF32 off on both; TFLOP/s = 3 x forward FLOPs x images/s"}
+
+
+def measure_busy(a, res):
+    """SM % from nvidia-smi dmon during one dtrain run of BUSY_CONFIG."""
+    r = res[BUSY_CONFIG]
+    out = {"config": BUSY_CONFIG, "bar": BUSY_BAR, "seconds": a.busy_seconds, "samples": [], "median": None,
+           "pass": False, "error": None}
+    if not r["calibration_images_per_s"]:
+        out["error"] = f"{BUSY_CONFIG} did not run: " + "; ".join(r["errors"])
+        return out
+    dmon = Dmon()
+    time.sleep(1.0)  # dmon prints its first sample after a second
+    try:
+        got, err = dtrain_run(a, BUSY_CONFIG, steps_for(r["calibration_images_per_s"], r["batch"], a.busy_seconds))
+        time.sleep(0.3)
+    finally:
+        dmon.stop()
+    out["all_samples"] = [v for _, v in dmon.samples]
+    if err or dmon.error and not dmon.samples:
+        out["error"] = err or dmon.error
+        return out
+    out["images_per_s"] = got["rate"]
+    out["samples"] = busy_samples(dmon.samples, got["t_begin"], got["t_end"])
+    if not out["samples"]:
+        out["error"] = (f"no dmon sample within the {got['t_end'] - got['t_begin']:.1f} s of timed steps "
+                        f"({len(dmon.samples)} in all)")
+        return out
+    out["median"] = statistics.median(out["samples"])
+    out["pass"] = out["median"] >= BUSY_BAR
+    print(f"  GPU busy during {BUSY_CONFIG}: SM % {out['samples']} (median {out['median']:.0f}, bar {BUSY_BAR:.0f}); "
+          f"{got['rate']:,.0f} img/s", flush=True)
+    return out
+
+
+def measure_variants(a, res, started):
+    """dtrain alone, one job key's two settings alternated, while the budget allows."""
+    out = []
+    for label, name, key, value, base in VARIANTS:
+        v = {"label": label, "config": name, "key": key, "value": value, "baseline": base,
+             "runs": {value: [], base: []}, "error": None}
+        out.append(v)
+        r = res.get(name)
+        if not r or not r["calibration_images_per_s"]:
+            v["error"] = f"{name} was not measured"
+            continue
+        steps = steps_for(r["calibration_images_per_s"], r["batch"], a.variant_seconds)
+        per_run = a.variant_seconds + 5
+        for rnd in range(a.variant_rounds):
+            if time.monotonic() - started + 2 * per_run > a.budget:
+                v["error"] = f"time budget: {rnd} of {a.variant_rounds} rounds"
+                break
+            for setting in ((value, base) if rnd % 2 == 0 else (base, value)):
+                got, err = dtrain_run(a, name, steps, [f"{key}={setting}"])
+                if err:
+                    v["error"] = err
+                    break
+                v["runs"][setting].append(got["rate"])
+            if v["error"]:
+                break
+        m = {s: statistics.median(runs) if runs else None for s, runs in v["runs"].items()}
+        v["images_per_s"] = m
+        v["ratio"] = m[value] / m[base] if m[value] and m[base] else None
+        if v["ratio"]:
+            print(f"  {name} {key}={value}: {m[value]:,.0f} img/s against {m[base]:,.0f} with {base} "
+                  f"({v['ratio']:.3f}x)", flush=True)
+        else:
+            print(f"  {name} {key}={value}: not measured: {v['error']}", flush=True)
+    return out
 
 
 def print_table(out):
     c = out["ceiling"]
-    print(f"\n{c['gpu']}; PyTorch {c['torch']}; fp32, TF32 off; data {out['data']}; "
+    print(f"\n{c['gpu']}; PyTorch {c['torch']}; fp32, TF32 off; medians of {out['rounds']} alternated rounds; "
           f"fp32 matmul ceiling {c['tflops']:.1f} TFLOP/s ({c['n']}^3, median of {len(c['runs'])})")
-    print(f"{'config':10} {'dtrain img/s':>13} {'PyTorch img/s':>14} {'ratio':>6}  {'bar':7} {'result':6} "
-          f"{'dtrain %ceil':>12} {'torch %ceil':>11}")
+    print(f"{'config':13} {'dtrain img/s':>13} {'PyTorch img/s':>14} {'ratio':>6}  {'bar':7} {'result':6} "
+          f"{'dtrain TFLOP/s':>14} {'%ceil':>6} {'PyTorch TFLOP/s':>15} {'%ceil':>6}")
 
-    def num(v, fmt, unit=""):
-        return format(v, fmt) + unit if v is not None else "-"
+    def num(v, fmt, scale=1.0):
+        return format(v * scale, fmt) if v is not None else "-"
 
     for name, r in out["configs"].items():
-        share_d = r["dtrain_ceiling_share"] * 100 if r["dtrain_ceiling_share"] is not None else None
-        share_t = r["torch_ceiling_share"] * 100 if r["torch_ceiling_share"] is not None else None
-        print(f"{name:10} {num(r['dtrain_images_per_s'], ',.0f'):>13} {num(r['torch_images_per_s'], ',.0f'):>14} "
-              f"{num(r['ratio'], '.2f'):>6}  >= {r['bar']:<4} {'PASS' if r['pass'] else 'FAIL':6} "
-              f"{num(share_d, '.1f', '%'):>12} {num(share_t, '.1f', '%'):>11}")
+        result = "PASS" if r["pass"] else "FAIL"
+        print(f"{name:13} {num(r['dtrain_images_per_s'], ',.0f'):>13} {num(r['torch_images_per_s'], ',.0f'):>14} "
+              f"{num(r['ratio'], '.2f'):>6}  >= {r['bar']:<4g} {result:6} {num(r['dtrain_tflops'], '.2f'):>14} "
+              f"{num(r['dtrain_ceiling_share'], '.1f', 100):>6} {num(r['torch_tflops'], '.2f'):>15} "
+              f"{num(r['torch_ceiling_share'], '.1f', 100):>6}")
     for name, r in out["configs"].items():
+        short = (f" (only {r['rounds']} rounds; the bar needs {out['min_rounds']})"
+                 if r["rounds"] < out["min_rounds"] else "")
         print(f"  {name}: dtrain {[round(v) for v in r['dtrain_runs']]}, PyTorch {[round(v) for v in r['torch_runs']]}"
-              + "".join(f"\n    error: {e}" for e in r["errors"]))
+              + short + "".join(f"\n    error: {e}" for e in r["errors"]))
+    b = out["gpu_busy"]
+    if b:
+        print(f"GPU busy (SM %, nvidia-smi dmon) during dtrain {b['config']}: "
+              + (f"median {b['median']:.0f} of {b['samples']} (bar >= {b['bar']:.0f}) {'PASS' if b['pass'] else 'FAIL'}"
+                 if b["median"] is not None else f"not measured: {b['error']} FAIL"))
+    for v in out["variants"]:
+        m = v.get("images_per_s", {})
+        print(f"dtrain {v['config']} {v['key']}={v['value']} against {v['baseline']}: "
+              + (f"{m[v['value']]:,.0f} / {m[v['baseline']]:,.0f} img/s = {v['ratio']:.3f}"
+                 if v.get("ratio") else f"not measured: {v['error']}"))
+
+
+def dry_run(a):
+    """What would run, without a GPU: each configuration's FLOPs, job and bar."""
+    print(f"data: {a.data}; work: {a.work}; {a.rounds} rounds of {a.seconds} s per run and program; "
+          f"budget {a.budget:.0f} s")
+    for name in a.only:
+        c = CONFIGS[name]
+        flops, source = dtrain_forward_flops(a, name)
+        job, _ = write_job(a.work, name, a.data, a.warmup + CALIBRATION_STEPS)
+        print(f"  {name:13} {describe(name):24} bar >= {c['bar']:<4g} forward "
+              + f"{flops:,} FLOPs/sample ({source}); at 10,000 img/s {3 * flops * 1e4 / 1e12:.2f} TFLOP/s; job {job}")
 
 
 def main():
@@ -300,19 +655,26 @@ def main():
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build-gpu", "dtrain"), help="the dtrain binary")
     ap.add_argument("--data", default="", help="Fashion-MNIST folder, or 'synthetic' (default: the first found "
                                                "of .gpu-deps/root/usr/share/datasets/fashion-mnist and "
-                                               "/usr/share/datasets/fashion-mnist, else synthetic)")
-    ap.add_argument("--seconds", type=float, default=10, help="timed seconds per run (after the warm-up)")
-    ap.add_argument("--warmup", type=int, default=50, help="warm-up steps per run, not timed")
+                                               "/usr/share/datasets/fashion-mnist, else synthetic); the "
+                                               "image models always train on synthetic data")
+    ap.add_argument("--seconds", type=float, default=3, help="timed seconds per run (after the warm-up)")
+    ap.add_argument("--warmup", type=int, default=30, help="warm-up steps per run, not timed")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--min-rounds", type=int, default=3, help="rounds a bar needs (default 3)")
     ap.add_argument("--budget", type=float, default=480,
-                    help="start no round that would end after this many seconds (the first always runs)")
-    ap.add_argument("--only", nargs="+", default=[name_of(m, b) for m, b, _ in CONFIGS],
-                    choices=[name_of(m, b) for m, b, _ in CONFIGS])
+                    help="seconds for the whole benchmark: later rounds shrink or are left out to fit")
+    ap.add_argument("--busy-seconds", type=float, default=6, help="timed seconds of the GPU-busy run")
+    ap.add_argument("--variants", action="store_true",
+                    help="also dtrain alone: resnet20 deterministic true/false")
+    ap.add_argument("--variant-seconds", type=float, default=1.5)
+    ap.add_argument("--variant-rounds", type=int, default=3)
+    ap.add_argument("--only", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     ap.add_argument("--work", default="", help="folder for the jobs and runs (default: a temporary one)")
     ap.add_argument("--json", default="", help="write the figures here")
-    ap.add_argument("--peer", choices=["train", "ceiling"], help=argparse.SUPPRESS)
-    ap.add_argument("--model", choices=["mlp", "cnn"], help=argparse.SUPPRESS)
-    ap.add_argument("--batch", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--write-jobs", metavar="DIR", help="write each configuration's job to DIR and stop")
+    ap.add_argument("--steps", type=int, default=100, help="with --write-jobs: train.steps of the jobs")
+    ap.add_argument("--dry-run", action="store_true", help="print the configurations, FLOPs and jobs; no GPU")
+    ap.add_argument("--peer-server", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.warmup < 1:
         sys.exit("gpu_vs_pytorch: --warmup must be at least 1 step")
@@ -322,17 +684,22 @@ def main():
         sys.exit(f"gpu_vs_pytorch: no Fashion-MNIST in {a.data}; give a folder holding "
                  f"train-images-idx3-ubyte[.gz], or --data synthetic")
     a.data = a.data if a.data == "synthetic" else os.path.abspath(a.data)
-
-    if a.peer:
-        out = peer_ceiling() if a.peer == "ceiling" else peer_train(a.model, a.batch, a.seconds, a.warmup, a.data)
-        print(json.dumps(out))
-        return
-    if not os.path.exists(a.dtrain):
-        sys.exit(f"gpu_vs_pytorch: {a.dtrain} not found; build it (scripts/gpu/check.sh build) or pass --dtrain")
     a.dtrain = os.path.abspath(a.dtrain)
+
+    if a.peer_server:
+        return peer_server(a)
+    if a.write_jobs:
+        os.makedirs(a.write_jobs, exist_ok=True)
+        for name in a.only:
+            print(write_job(os.path.abspath(a.write_jobs), name, a.data, a.steps)[0])
+        return
+    if not a.dry_run and not os.path.exists(a.dtrain):
+        sys.exit(f"gpu_vs_pytorch: {a.dtrain} not found; build it (scripts/gpu/check.sh build) or pass --dtrain")
     with tempfile.TemporaryDirectory() as tmp:
         a.work = os.path.abspath(a.work) if a.work else tmp
         os.makedirs(a.work, exist_ok=True)
+        if a.dry_run:
+            return dry_run(a)
         out = measure(a)
     print_table(out)
     if a.json:

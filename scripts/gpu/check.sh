@@ -1,31 +1,51 @@
 #!/usr/bin/env bash
-# Builds and checks dtrain on a GPU machine: CUDA tests, training parity, speed against PyTorch.
+# Builds and checks dtrain on a GPU machine in one call of at most 10 minutes: the CUDA
+# suite, compute-sanitizer memcheck, training parity, speed against PyTorch, and where a
+# step's time goes.
 #
-#   scripts/gpu/check.sh [PHASE...] [--epochs N] [--bench-seconds S]
+#   scripts/gpu/check.sh [PHASE...] [--epochs N] [--bench-seconds S] [--bench-rounds N] [--no-variants]
 #
 # Run from the repository root on the GPU machine, after scripts/gpu/fetch-debian-libs.sh
 # ran on a machine with apt and .gpu-deps/root travelled with the working tree.
 # PHASE (default all; several may be given, run in this order):
 #   configure  cmake only (build-gpu); the one phase that runs without a GPU, to check
 #              that every Debian dependency resolves inside .gpu-deps/root
-#   build      configure and build with all cores (-DCMAKE_CUDA_ARCHITECTURES=90)
-#   test       ctest -L cuda, then the CPU suites in parallel (time-boxed: at most 8 minutes)
+#   build      configure and build with all cores (-DCMAKE_CUDA_ARCHITECTURES=90)    ~40-60 s
+#   test       the CUDA suite (ctest -L cuda: every layer, kernel and optimizer
+#              against the CPU)                                                       ~10 s
+#   memcheck   compute-sanitizer --tool memcheck on the CUDA suite (NCCL cases left
+#              out, CUDA API errors not reported: the allocator test's out-of-memory
+#              is intended); clean = 0 errors. Runs beside parity when both are asked
+#              for, and is waited for before the benchmark                            ~30-150 s
 #   parity     configs/fashion_cnn.toml for N epochs (default 1) on cuda and on cpu;
 #              mirrored 2 ranks (gloo) on the one GPU against 1 rank, same global batch;
-#              a 1-rank NCCL run resumed with more steps against one run straight through
-#   bench      scripts/bench/gpu_vs_pytorch.py: images/s against PyTorch eager
-#   all        build test parity bench
-# Phases after `build` build first when needed (ninja does nothing when up to date), so
-# one phase per call works on a fresh machine. Each phase fits in 10 minutes on an
-# H100/H200 with 16 cores, build included (a call holding one long phase keeps within
-# 570 s: the CPU suites, parity runs and benchmark rounds shrink to fit); `all` takes
-# about 20. On a runner with a 10-minute limit per command, carrying .gpu-deps/root:
-#   scripts/gpu/check.sh test;  scripts/gpu/check.sh parity;  scripts/gpu/check.sh bench
+#              a 1-rank NCCL run resumed with more steps against one run straight through ~20 s
+#   bench      scripts/bench/gpu_vs_pytorch.py: images/s against PyTorch eager for mlp
+#              128/4096, cnn 128/1024, ResNet-20, MobileNetV2 (3 alternated rounds of
+#              S seconds per run, default 2), TFLOP/s and share of the fp32 matmul
+#              ceiling, GPU busy during mlp 4096 (nvidia-smi dmon), and unless
+#              --no-variants dtrain's deterministic cost                                 ~180-240 s
+#   step       scripts/gpu/bench_step.py: `dtrain bench step JOB --json` for mlp 4096,
+#              cnn 1024, ResNet-20 and MobileNetV2; a failure is recorded, not fatal   ~20-40 s
+#   cpu-test   the CPU suites in parallel, time-boxed (not in `all`: CI runs them)
+#   all        build test memcheck parity bench step                                  ~6-8 minutes
+# Phases after `build` build first when needed (ninja does nothing when up to date).
+# The whole call is held to $DTRAIN_GPU_CHECK_SECONDS (default 480): each phase gets
+# what is left less what the phases after it need, so the memcheck time box, the
+# parity runs and the benchmark's rounds shrink to fit. Each phase prints its elapsed
+# time, and the summary lists them.
 #
 # The build directory is build-gpu ($DTRAIN_GPU_BUILD_DIR overrides; $DTRAIN_GPU_CMAKE_ARGS
-# adds configure arguments). Results (logs, JUnit and JSON files, summary.txt) go to $OUT
-# when set, else build-gpu/results; the summary table at the end shows what that folder
-# holds. The carried libraries need glibc >= 2.34 and libstdc++ >= GCC 12 (Ubuntu 22.04,
+# adds configure arguments). Results go to $OUT when set, else build-gpu/results:
+#   environment.txt, dependencies.txt, configure.log, build.log, build.json, ldd-dtrain.txt
+#   test-cuda.log, ctest-cuda.xml            the CUDA suite
+#   memcheck.json, memcheck.log, memcheck-tests.log
+#   parity.json                              (runs and their logs under build-gpu/parity)
+#   bench.json, bench.log                    (jobs, runs and pytorch_peer.log under build-gpu/bench)
+#   bench-step.json, bench-step-NAME.json, bench-step-NAME.log, step.log
+#   phases.txt                               seconds per phase, and of the whole call
+#   summary.txt, summary.json                the table printed at the end (scripts/gpu/summary.py)
+# The carried libraries need glibc >= 2.34 and libstdc++ >= GCC 12 (Ubuntu 22.04,
 # Debian 12 or newer); the build checks with ldd that dtrain can load them.
 # Exit status: 0 when every item checked passed, 1 otherwise or on a missing tool.
 set -euo pipefail
@@ -42,15 +62,18 @@ cd "$repo"
 build=${DTRAIN_GPU_BUILD_DIR:-build-gpu}
 [[ $build == /* ]] || build=$repo/$build
 results=${OUT:-$build/results}
+total_s=${DTRAIN_GPU_CHECK_SECONDS:-480}
 epochs=1
-bench_seconds=8
+bench_seconds=2
+bench_rounds=3
+variants=(--variants)
 jobs=$(nproc)
 
 phases=()
 while (($#)); do
   case $1 in
-    configure | build | test | parity | bench) phases+=("$1") ;;
-    all) phases+=(build test parity bench) ;;
+    configure | build | test | memcheck | parity | bench | step | cpu-test) phases+=("$1") ;;
+    all) phases+=(build test memcheck parity bench step) ;;
     --epochs)
       epochs=${2:?--epochs needs a number}
       shift
@@ -59,15 +82,20 @@ while (($#)); do
       bench_seconds=${2:?--bench-seconds needs a number}
       shift
       ;;
+    --bench-rounds)
+      bench_rounds=${2:?--bench-rounds needs a number}
+      shift
+      ;;
+    --no-variants) variants=() ;;
     -h | --help)
       sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
       exit 0
       ;;
-    *) die "unknown argument '$1'; phases: configure build test parity bench all; options: --epochs N --bench-seconds S" ;;
+    *) die "unknown argument '$1'; phases: configure build test memcheck parity bench step cpu-test all; options: --epochs N --bench-seconds S --bench-rounds N --no-variants" ;;
   esac
   shift
 done
-((${#phases[@]})) || phases=(build test parity bench)
+((${#phases[@]})) || phases=(build test memcheck parity bench step)
 
 # --- what must be there ---------------------------------------------------------
 needs_gpu=0
@@ -87,22 +115,57 @@ gpu_deps_cuda
 mkdir -p "$results"
 data_dir=$gpu_deps_root/usr/share/datasets/fashion-mnist
 
-# --- phase bookkeeping ------------------------------------------------------------
+# --- phase bookkeeping and time ----------------------------------------------------
 failed=()
 stamp() { date +%H:%M:%S; }
+elapsed() { echo $(($(date +%s) - script_t0)); }
+# Seconds a phase is expected to need, held back for it by the phases before it.
+estimate() {
+  case $1 in
+    build) echo 60 ;;
+    test) echo 15 ;;
+    memcheck) echo 45 ;; # beyond the parity runs it overlaps
+    parity) echo 30 ;;
+    bench) echo 230 ;;
+    step) echo 35 ;;
+    *) echo 0 ;;
+  esac
+}
+# budget PHASE DEFAULT MIN: what is left of the call's $total_s less the estimates of
+# the phases after PHASE, within [MIN, DEFAULT].
+budget() {
+  local phase=$1 default=$2 min=$3 p after=0 seen=0 left
+  for p in "${phases[@]}"; do
+    ((seen)) && after=$((after + $(estimate "$p")))
+    [[ $p == "$phase" ]] && seen=1
+  done
+  left=$((total_s - $(elapsed) - after))
+  ((left < default)) || left=$default
+  echo $((left > min ? left : min))
+}
+record_phase() { # NAME SECONDS into phases.txt, replacing an earlier call's figure
+  { grep -v "^$1 " "$results/phases.txt" 2>/dev/null || true; echo "$1 $2"; } >"$results/phases.txt.tmp"
+  mv "$results/phases.txt.tmp" "$results/phases.txt"
+}
 phase_begin() {
   phase_name=$1
   phase_t0=$(date +%s)
-  echo "[$(stamp)] == $phase_name =="
+  echo "[$(stamp)] == $phase_name (at $(elapsed) s of $total_s) =="
   # An earlier call's figures must not pass for this one's.
   case $phase_name in
     build) rm -f "$results/build.json" ;;
-    test) rm -f "$results"/ctest-*.xml "$results"/ctest-*-planned.txt ;;
-    parity | bench) rm -f "$results/$phase_name.json" ;;
+    test) rm -f "$results/ctest-cuda.xml" ;;
+    cpu-test) rm -f "$results/ctest-cpu.xml" "$results/ctest-cpu-planned.txt" ;;
+    memcheck) rm -f "$results"/memcheck.json "$results"/memcheck*.log ;;
+    parity) rm -f "$results/parity.json" ;;
+    bench) rm -f "$results/bench.json" "$results/bench.log" ;;
+    step) rm -f "$results"/bench-step*.json "$results"/bench-step-*.log "$results/step.log" ;;
   esac
 }
 phase_end() {
-  echo "[$(stamp)] == $phase_name done in $(($(date +%s) - phase_t0)) s =="
+  local s=$(($(date +%s) - phase_t0))
+  record_phase "$phase_name" "$s"
+  echo "[$(stamp)] == $phase_name done in $s s (at $(elapsed) s) =="
 }
 
 # --- configure / build --------------------------------------------------------------
@@ -167,32 +230,17 @@ ensure_built() {
   built=1
 }
 
-# Seconds a phase may still take. A call that holds one long phase (test, parity or
-# bench, with the build before it) is taken to be one runner call of 10 minutes: what
-# is left of 570 s since the start, at least MIN. Several long phases in one call have
-# no such limit: DEFAULT.
-time_left() {
-  local default=$1 min=$2 p long=0
-  for p in "${phases[@]}"; do [[ $p == configure || $p == build ]] || long=$((long + 1)); done
-  if ((long > 1)); then
-    echo "$default"
-    return
-  fi
-  local left=$((570 - ($(date +%s) - script_t0)))
-  ((left < default)) || left=$default
-  echo $((left > min ? left : min))
-}
-
 # --- test -------------------------------------------------------------------------
-run_tests() {
-  local box
-  echo "cuda suites:"
+run_cuda_tests() {
   ctest --test-dir "$build" -L cuda --output-on-failure --timeout 240 \
     --output-junit "$results/ctest-cuda.xml" >"$results/test-cuda.log" 2>&1 || failed+=("cuda tests")
   tail -n 4 "$results/test-cuda.log"
-  # The CPU suites in parallel: none started after half the time left, none running
-  # longer than the other half (240 s each at most).
-  box=$(($(time_left 480 120) / 2))
+}
+
+run_cpu_tests() {
+  local box
+  # None started after half the time left, none running longer than the other half.
+  box=$(($(budget cpu-test 480 120) / 2))
   echo "cpu suites (time box ${box} s + ${box} s):"
   ctest --test-dir "$build" -L cpu -j "$((jobs / 2 > 1 ? jobs / 2 : 1))" --timeout "$box" \
     --stop-time "$(date -d "+$box sec" +%H:%M:%S)" --output-on-failure --output-junit "$results/ctest-cpu.xml" \
@@ -201,8 +249,68 @@ run_tests() {
   ctest --test-dir "$build" -N -L cpu | sed -n 's/^ *Test *#[0-9]*: //p' >"$results/ctest-cpu-planned.txt"
 }
 
+# --- memcheck -----------------------------------------------------------------------
+# compute-sanitizer memcheck over the CUDA suite, in a time box of $1 seconds; writes
+# memcheck.json. Runs in the background beside parity, so it only writes files.
+memcheck_run() {
+  local box=$1 t0 rc=0 sanitizer errors tests
+  t0=$(date +%s)
+  sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$(command -v nvcc)")/compute-sanitizer")
+  if [[ ! -x $sanitizer ]]; then
+    python3 -c 'import json, sys; json.dump({"ok": False, "error": sys.argv[1], "seconds": 0}, open(sys.argv[2], "w"))' \
+      "compute-sanitizer not found (PATH, beside nvcc)" "$results/memcheck.json"
+    return 0
+  fi
+  # timeout signals the whole process group: the sanitizer and the suite it started.
+  timeout -k 10 "$box" "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 86 --print-limit 20 \
+    --log-file "$results/memcheck.log" "$build/dtrain_tests_cuda" --test-case-exclude='*nccl*' \
+    >"$results/memcheck-tests.log" 2>&1 || rc=$?
+  errors=$( (sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$results/memcheck.log" 2>/dev/null || true) | tail -n 1)
+  tests=$(grep -E 'test cases:' "$results/memcheck-tests.log" | tail -n 1 | sed 's/^\[doctest\] *//' || true)
+  python3 - "$results/memcheck.json" "$rc" "${errors:-}" "$box" "$(($(date +%s) - t0))" "$tests" <<'EOF'
+import json, sys
+path, rc, errors, box, seconds, tests = sys.argv[1:]
+rc, box, seconds = int(rc), int(box), int(seconds)
+finished = rc not in (124, 137) and errors != ""
+out = {"ok": finished and errors == "0", "errors": int(errors) if errors else None, "finished": finished,
+       "exit": rc, "seconds": seconds, "box": box, "tests": tests, "excluded": "*nccl*",
+       "options": "--tool memcheck --report-api-errors no"}
+if not finished:
+    out["error"] = (f"not finished within its time box of {box} s" if rc in (124, 137)
+                    else f"no ERROR SUMMARY in memcheck.log (exit {rc})")
+json.dump(out, open(path, "w"), indent=1)
+EOF
+}
+
+memcheck_pid=
+memcheck_t0=
+memcheck_start() {
+  local box
+  box=$(budget memcheck 240 60)
+  memcheck_t0=$(date +%s)
+  echo "memcheck: compute-sanitizer on dtrain_tests_cuda, time box $box s$([[ " ${phases[*]} " == *" parity "* ]] && echo ", beside parity")"
+  memcheck_run "$box" &
+  memcheck_pid=$!
+}
+memcheck_join() {
+  [[ -n $memcheck_pid ]] || return 0
+  echo "[$(stamp)] waiting for memcheck"
+  wait "$memcheck_pid" || true
+  memcheck_pid=
+  record_phase memcheck $(($(date +%s) - memcheck_t0))
+  python3 - "$results/memcheck.json" <<'EOF' || failed+=("memcheck")
+import json, sys
+m = json.load(open(sys.argv[1]))
+print(f"memcheck: {m['errors']} errors" if m.get("errors") is not None else "memcheck: no result",
+      f"in {m['seconds']} s" + (f"; {m['error']}" if m.get("error") else "")
+      + (f"; the suite under memcheck: {m['tests']}" if m.get("tests") else ""))
+sys.exit(0 if m["ok"] else 1)
+EOF
+  echo "[$(stamp)] == memcheck done in $(($(date +%s) - memcheck_t0)) s (at $(elapsed) s) =="
+}
+
 # --- main ---------------------------------------------------------------------------
-echo "[$(stamp)] $me: phases ${phases[*]}; build $build; results $results"
+echo "[$(stamp)] $me: phases ${phases[*]}; build $build; results $results; $total_s s in all"
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>/dev/null || echo "no GPU"
   nvcc --version | tail -n 2
@@ -210,7 +318,11 @@ echo "[$(stamp)] $me: phases ${phases[*]}; build $build; results $results"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null || echo "no torch"
   echo "cores: $jobs"
 } >"$results/environment.txt"
+bench_data=$data_dir
+[[ -e $data_dir/train-images-idx3-ubyte.gz || -e $data_dir/train-images-idx3-ubyte ]] || bench_data=synthetic
 for p in "${phases[@]}"; do
+  # The benchmark and the step timings need the GPU to themselves.
+  [[ $p == parity ]] || memcheck_join
   case $p in
     configure)
       phase_begin configure
@@ -221,30 +333,52 @@ for p in "${phases[@]}"; do
     test)
       ensure_built
       phase_begin test
-      run_tests
+      run_cuda_tests
       phase_end
+      ;;
+    cpu-test)
+      ensure_built
+      phase_begin cpu-test
+      run_cpu_tests
+      phase_end
+      ;;
+    memcheck)
+      ensure_built
+      phase_begin memcheck
+      memcheck_start
       ;;
     parity)
       ensure_built
       phase_begin parity
       python3 "$repo/scripts/gpu/parity.py" --dtrain "$build/dtrain" --data-dir "$data_dir" --epochs "$epochs" \
-        --budget "$(time_left 480 150)" --work "$build/parity" --json "$results/parity.json" || failed+=("parity")
+        --budget "$(budget parity 240 90)" --work "$build/parity" --json "$results/parity.json" || failed+=("parity")
       phase_end
       ;;
     bench)
       ensure_built
       phase_begin bench
-      python3 "$repo/scripts/bench/gpu_vs_pytorch.py" --dtrain "$build/dtrain" --data "$data_dir" \
-        --seconds "$bench_seconds" --budget "$(time_left 480 150)" --work "$build/bench" --json "$results/bench.json" ||
-        failed+=("bench")
+      python3 "$repo/scripts/bench/gpu_vs_pytorch.py" --dtrain "$build/dtrain" --data "$bench_data" \
+        --seconds "$bench_seconds" --rounds "$bench_rounds" --budget "$(budget bench 280 120)" "${variants[@]}" \
+        --work "$build/bench" --json "$results/bench.json" 2>&1 | tee "$results/bench.log" || failed+=("bench")
+      phase_end
+      ;;
+    step)
+      ensure_built
+      phase_begin step
+      python3 "$repo/scripts/gpu/bench_step.py" --dtrain "$build/dtrain" --data "$bench_data" --steps 50 \
+        --budget "$(budget step 120 30)" --work "$build/bench-step" --results "$results" 2>&1 |
+        tee "$results/step.log" || echo "bench step: the script failed; going on"
       phase_end
       ;;
   esac
 done
+memcheck_join
 
+record_phase call "$(elapsed)"
 if [[ " ${phases[*]} " != " configure " ]]; then
   python3 "$repo/scripts/gpu/summary.py" "$results" || failed+=("items marked FAIL in the summary")
 fi
+echo "[$(stamp)] $me: $(elapsed) s in all"
 if ((${#failed[@]})); then
   echo "$me: FAILED: ${failed[*]} (see $results)" >&2
   exit 1

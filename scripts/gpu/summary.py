@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The GPU check's table: one line per item from the results folder scripts/gpu/check.sh
-fills (build.json, ctest-*.xml, parity.json, bench.json); items whose phase did not run
-are left out. Prints the table, writes it to RESULTS/summary.txt and the rows to
-RESULTS/summary.json. Exit status 1 when an item is marked FAIL.
+fills (build.json, ctest-*.xml, memcheck.json, parity.json, bench.json, bench-step.json,
+phases.txt); items whose phase did not run are left out. Items with a bar say PASS or FAIL;
+the others (ceiling, dtrain's variants, bench step, elapsed time) are figures only. Prints
+the table, writes it to RESULTS/summary.txt and the rows to RESULTS/summary.json. Exit
+status 1 when an item is marked FAIL.
 
 Usage: scripts/gpu/summary.py RESULTS
 """
@@ -57,6 +59,68 @@ def test_row(results, label):
     return f"{label} tests", ok, text
 
 
+PHASE_FILES = {"memcheck": "memcheck.json", "parity": "parity.json", "bench": "bench.json", "step": "bench-step.json"}
+
+
+def num(v, fmt):
+    return format(v, fmt) if v is not None else "-"
+
+
+def bench_rows(bench):
+    rows = []
+    c = bench["ceiling"]
+    rows.append(("fp32 matmul ceiling", None, f"{c['tflops']:.1f} TFLOP/s ({c['gpu']}, {c['n']}^3, TF32 off; "
+                                              f"PyTorch {c.get('torch', '?')})"))
+    min_rounds = bench.get("min_rounds", 3)
+    for name, r in bench["configs"].items():
+        label = r.get("label", f"{r['model']} batch {r['batch']}")
+        rounds = r.get("rounds", bench.get("rounds", 0))
+        if r["ratio"] is None:
+            text = "not measured: " + "; ".join(r["errors"])
+        else:
+            of = f"median of {rounds} round{'s' if rounds != 1 else ''}"
+            if rounds < min_rounds:
+                of += f", fewer than the {min_rounds} the bar needs"
+            text = (f"dtrain {r['dtrain_images_per_s']:,.0f} img/s, PyTorch {r['torch_images_per_s']:,.0f}: "
+                    f"{r['ratio']:.2f}x (bar {r['bar']:g}x; {of}); TFLOP/s dtrain "
+                    f"{num(r.get('dtrain_tflops'), '.2f')} = {r['dtrain_ceiling_share']:.1%} of the ceiling, "
+                    f"PyTorch {num(r.get('torch_tflops'), '.2f')} = {r['torch_ceiling_share']:.1%}")
+        rows.append((f"bench {label}", r["pass"], text))
+    busy = bench.get("gpu_busy")
+    if busy:
+        if busy.get("median") is None:
+            text = f"not measured: {busy.get('error')}"
+        else:
+            text = (f"SM % median {busy['median']:.0f} (bar {busy['bar']:.0f}) of {busy['samples']}, nvidia-smi "
+                    f"dmon during dtrain {busy['config']} ({busy.get('images_per_s', 0):,.0f} img/s)")
+        rows.append((f"GPU busy {busy['config']}", busy["pass"], text))
+    for v in bench.get("variants", []):
+        m = v.get("images_per_s") or {}
+        if v.get("ratio"):
+            cost = 1 - v["ratio"]
+            text = (f"{v['key']}={v['value']} {m[v['value']]:,.0f} img/s against {m[v['baseline']]:,.0f} with "
+                    f"{v['baseline']}: {v['ratio']:.3f}x, "
+                    + (f"costs {cost:.1%}" if cost >= 0 else f"gains {-cost:.1%}")
+                    + f" (medians of {min(len(r) for r in v['runs'].values())} alternated runs)")
+            if v.get("error"):
+                text += f"; {v['error']}"
+        else:
+            text = f"not measured: {v.get('error')}"
+        rows.append((f"dtrain {v['config']} {v['label']}", None, text))
+    return rows
+
+
+def step_rows(step):
+    rows = []
+    for r in step["runs"]:
+        if r.get("json"):
+            text = f"{r['json']} ({r['seconds']} s)" + (f": {r['digest']}" if r.get("digest") else "")
+        else:
+            text = f"no figures: {r.get('error')}"
+        rows.append((f"bench step {r['name']}", None, text))
+    return rows
+
+
 def rows_of(results):
     rows = []
     build = load_json(os.path.join(results, "build.json"))
@@ -66,22 +130,40 @@ def rows_of(results):
         row = test_row(results, label)
         if row:
             rows.append(row)
+    memcheck = load_json(os.path.join(results, "memcheck.json"))
+    if memcheck:
+        if memcheck.get("errors") is not None and memcheck.get("finished", True):
+            text = (f"compute-sanitizer memcheck on the CUDA suite: {memcheck['errors']} errors in "
+                    f"{memcheck['seconds']} s (cases {memcheck.get('excluded', '?')} left out; "
+                    f"{memcheck.get('tests') or 'no doctest count'})")
+        else:
+            text = f"{memcheck.get('error', 'no result')} ({memcheck.get('seconds', 0)} s)"
+        rows.append(("memcheck", memcheck["ok"], text))
     parity = load_json(os.path.join(results, "parity.json"))
     if parity:
-        for it in parity["items"]:
+        items = parity["items"]
+        passed = sum(1 for it in items if it["pass"])
+        rows.append(("parity", passed == len(items) == 3, f"{passed} of {len(items)} items pass (bar 3 of 3)"))
+        for it in items:
             rows.append((f"parity {it['name']}", it["pass"], it["detail"]))
     bench = load_json(os.path.join(results, "bench.json"))
     if bench:
-        c = bench["ceiling"]
-        rows.append(("fp32 matmul ceiling", None, f"{c['tflops']:.1f} TFLOP/s ({c['gpu']}, {c['n']}^3, TF32 off)"))
-        for name, r in bench["configs"].items():
-            if r["ratio"] is None:
-                text = "not measured: " + "; ".join(r["errors"])
-            else:
-                text = (f"dtrain {r['dtrain_images_per_s']:,.0f} img/s, PyTorch {r['torch_images_per_s']:,.0f}: "
-                        f"{r['ratio']:.2f}x (bar {r['bar']}x); ceiling share dtrain "
-                        f"{r['dtrain_ceiling_share']:.1%}, PyTorch {r['torch_ceiling_share']:.1%}")
-            rows.append((f"bench {r['model']} batch {r['batch']}", r["pass"], text))
+        rows += bench_rows(bench)
+    step = load_json(os.path.join(results, "bench-step.json"))
+    if step:
+        rows += step_rows(step)
+    phases_path = os.path.join(results, "phases.txt")
+    if os.path.exists(phases_path):
+        with open(phases_path) as f:
+            times = [l.split() for l in f if len(l.split()) == 2]
+        # A phase that ran (check.sh deletes its file first) but left no file stopped early.
+        for phase, path in PHASE_FILES.items():
+            if any(n == phase for n, _ in times) and not os.path.exists(os.path.join(results, path)):
+                rows.append((phase, False, f"no {path}: the phase stopped before writing it (see its output"
+                                           f"{', ' + phase + '.log' if phase in ('bench', 'step') else ''})"))
+        call = [s for n, s in times if n == "call"]
+        rows.append(("elapsed", None, ", ".join(f"{n} {s} s" for n, s in times if n != "call")
+                     + (f"; the call {call[-1]} s (memcheck runs beside parity)" if call else "")))
     return rows
 
 
@@ -93,9 +175,9 @@ def main():
     env_path = os.path.join(results, "environment.txt")
     env = open(env_path).read().strip().splitlines() if os.path.exists(env_path) else []
     lines = ["dtrain GPU check" + (f": {env[1]}" if len(env) > 1 else "")]
-    lines.append(f"{'item':28} {'result':6}  figures")
+    lines.append(f"{'item':32} {'result':6}  figures")
     for name, ok, text in rows:
-        lines.append(f"{name:28} {'' if ok is None else 'PASS' if ok else 'FAIL':6}  {text}")
+        lines.append(f"{name:32} {'' if ok is None else 'PASS' if ok else 'FAIL':6}  {text}")
     if not rows:
         lines.append("(no results yet)")
     table = "\n".join(lines)

@@ -39,6 +39,9 @@ JobConfig unusualJob() {
   job.job.seed = UINT64_MAX - 5;
   job.job.threads = 3;
   job.job.device = "auto";
+  job.job.precision = "tf32";
+  job.job.deterministic = false;
+  job.job.gpu_workspace_mb = 77;
   job.model.preset = "cnn";
   job.model.hidden = {1024, 10, 3};
   job.model.dropout = 0.3;
@@ -144,6 +147,8 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "threads = 0\n"
       "device = \"cpu\"\n"
       "precision = \"fp32\"\n"
+      "deterministic = true\n"
+      "gpu_workspace_mb = 1024\n"
       "\n"
       "[model]\n"
       "preset = \"mlp\"\n"

@@ -19,6 +19,9 @@ TEST_CASE("an empty job keeps every documented default") {
   CHECK(job.job.seed == defaults.job.seed);
   CHECK(job.job.threads == 0);
   CHECK(job.job.device == "cpu");
+  CHECK(job.job.precision == "fp32");
+  CHECK(job.job.deterministic);
+  CHECK(job.job.gpu_workspace_mb == 1024);
   CHECK(job.model.preset == "");
   CHECK(job.model.hidden == std::vector<int64_t>{512, 256});
   CHECK(job.model.init == "he");
@@ -161,6 +164,10 @@ TEST_CASE("values of the wrong type name the key, the value and the expected typ
         "job.toml:2:6: [optimizer] lr must be a float (got string \"fast\")");
   CHECK(configErrorOf([] { parseJobString("[data]\nshuffle = 1\n", "job.toml"); }) ==
         "job.toml:2:11: [data] shuffle must be a boolean (true or false) (got integer 1)");
+  CHECK(configErrorOf([] { parseJobString("[job]\ndeterministic = \"yes\"\n", "job.toml"); }) ==
+        "job.toml:2:17: [job] deterministic must be a boolean (true or false) (got string \"yes\")");
+  CHECK(configErrorOf([] { parseJobString("[job]\ngpu_workspace_mb = 0.5\n", "job.toml"); }) ==
+        "job.toml:2:20: [job] gpu_workspace_mb must be an integer (got float 0.5)");
   CHECK(configErrorOf([] { parseJobString("[data]\ndir = 3\n", "job.toml"); }) ==
         "job.toml:2:7: [data] dir must be a string (got integer 3)");
   CHECK(configErrorOf([] { parseJobString("[model]\nhidden = 256\n", "job.toml"); }) ==

@@ -45,6 +45,9 @@ TEST_CASE("resume may change where and how long a run goes on, not what it compu
     CHECK(changeableOnResume("cluster", key));
   CHECK(changeableOnResume("job", "threads"));
   CHECK(changeableOnResume("job", "device"));
+  // How the GPU computes: its precision, algorithms and their workspace.
+  for (const char* key : {"precision", "deterministic", "gpu_workspace_mb"})
+    CHECK(changeableOnResume("job", key));
   for (const char* key : {"steps", "epochs", "checkpoint_every_steps", "keep_last", "eval_every_steps"})
     CHECK(changeableOnResume("train", key));
   CHECK_FALSE(changeableOnResume("train", "batch_size"));
@@ -69,13 +72,29 @@ TEST_CASE("resume --set applies the execution keys and the run's length") {
   CHECK(job.optimizer.lr == 0.003);  // untouched
 }
 
+TEST_CASE("resume --set and --job change how the GPU computes: algorithms and their workspace") {
+  JobConfig job = saved();
+  REQUIRE(job.job.deterministic);
+  applyResumeOverrides(job, {"job.deterministic=false", "job.gpu_workspace_mb=64"});
+  CHECK_FALSE(job.job.deterministic);
+  CHECK(job.job.gpu_workspace_mb == 64);
+  CHECK(job.posOf("job.gpu_workspace_mb").str() == "--set job.gpu_workspace_mb=64");
+
+  std::string next = kBody;
+  next.insert(next.find("threads = 1\n") + 12, "deterministic = false\ngpu_workspace_mb = 32\n");
+  JobConfig file_job = parseJobString(next, "next.toml");
+  JobConfig resumed = withChangesFrom(saved(), file_job);
+  CHECK_FALSE(resumed.job.deterministic);
+  CHECK(resumed.job.gpu_workspace_mb == 32);
+  CHECK(resumed.posOf("job.gpu_workspace_mb").origin == "next.toml");
+}
+
 TEST_CASE("resume --set of a key the checkpoint was trained with is refused in one line") {
   const std::string tail =
       " cannot change on resume: the checkpoint was trained with it; start a new run with `dtrain train` to "
       "change it (resume may change [strategy], [cluster], job.threads, job.device, job.precision, "
-      "train.steps, "
-      "train.epochs "
-      "and the eval, checkpoint and log cadence)";
+      "job.deterministic, job.gpu_workspace_mb, train.steps, train.epochs and the eval, "
+      "checkpoint and log cadence)";
   JobConfig job = saved();
   CHECK(configErrorOf([&] { applyResumeOverrides(job, {"model.preset=cnn"}); }) ==
         "--set model.preset=cnn: [model] preset" + tail);
@@ -180,11 +199,9 @@ TEST_CASE("resume --job refuses a file that differs elsewhere, naming the first 
       "[train]\nepochs = 2\nbatch_size = 48\n"
       "[optimizer]\ntype = \"adamw\"\nlr = 0.01\n";
   const std::string tail =
-      "; resume takes only [strategy], [cluster], job.threads, job.device, job.precision, train.steps, "
-      "train.epochs and the "
-      "eval, checkpoint and log cadence from --job FILE: make the rest match, or start a new run with "
-      "`dtrain "
-      "train`";
+      "; resume takes only [strategy], [cluster], job.threads, job.device, job.precision, job.deterministic, "
+      "job.gpu_workspace_mb, train.steps, train.epochs and the eval, checkpoint and log "
+      "cadence from --job FILE: make the rest match, or start a new run with `dtrain train`";
   CHECK(configErrorOf([&] { withChangesFrom(saved(), parseJobString(changed_lr, "next.toml")); }) ==
         "next.toml:15:6: [optimizer] lr is 0.01 here, but the checkpoint was trained with 0.003" + tail);
   // A key left at its default is named at the file.

@@ -51,6 +51,10 @@ TEST_CASE("values out of range name the position, the key and the bad value") {
         "job.toml:8:21: [train] log_every_seconds must be a finite number (got inf)");
   CHECK(validationError("\n[job]\nthreads = 300\n") ==
         "job.toml:8:11: [job] threads must be in [0, 256] (got 300)");
+  CHECK(validationError("\n[job]\ngpu_workspace_mb = 0\n") ==
+        "job.toml:8:20: [job] gpu_workspace_mb must be in [1, 65536] (got 0)");
+  CHECK(validationError("\n[job]\ngpu_workspace_mb = 65537\n") ==
+        "job.toml:8:20: [job] gpu_workspace_mb must be in [1, 65536] (got 65537)");
   CHECK(validationError("\n[optimizer]\nmomentum = 1.0\n") ==
         "job.toml:8:12: [optimizer] momentum must be in [0, 1) (got 1.0)");
   CHECK(validationError("\n[optimizer]\neps = 0\n") == "job.toml:8:7: [optimizer] eps must be > 0 (got 0.0)");

@@ -3,12 +3,16 @@
 // reducer of one participant, which leaves the sums as they are). Training
 // forward, running statistics, backward (parameter gradients accumulated onto
 // non-zero values), inference forward and its backward; [C,H,W] and [C]
-// inputs; fused relu and relu6; without gamma or beta. Then the reducer's
-// meaning: a reducer standing for two replicas with the same slice (it
-// doubles every sum) must give what the CPU layer gives on that slice twice.
+// inputs; fused relu and relu6; without gamma or beta; a running mean near
+// the batch mean (one round of shifted sums) and far from it (a second round
+// of squared deviations). With a reducer both layers must ask it for the same
+// vectors in the same order (batch_norm_moments.h), so that CPU and GPU ranks
+// can sum their statistics together. Then the reducer's meaning: a reducer
+// standing for two replicas with the same slice (it doubles every sum) must
+// give what the CPU layer gives on that slice twice.
 // fp32, normwise relative error below 1e-4 (2e-5 for the running statistics,
 // where a wrong unbiased factor would show as 1e-3).
-#include "core/backend/cuda/cuda_batch_norm.h"
+#include "core/nn/cuda/cuda_batch_norm.h"
 
 #include <doctest/doctest.h>
 
@@ -17,7 +21,7 @@
 #include <vector>
 
 #include "core/backend/cuda/cuda_context.h"
-#include "core/backend/cuda/cuda_layers.h"
+#include "core/nn/cuda/cuda_layers.h"
 #include "tests/cuda/device_compare.h"
 
 using namespace dtrain;
@@ -56,6 +60,13 @@ struct Case {
   FusedActivation act = FusedActivation::None;
   bool reducer = false;
   bool input_gradient = true;
+  // Every channel's batch mean (the inputs are centred on it). The running
+  // mean (the shift of the sums) starts within 0.3 of 0.5 and the inputs
+  // spread over about 4: at 0.5 every channel's shift lies well within a
+  // standard deviation (about 1.15) of its batch mean, at 20 every one lies
+  // more than 16 beyond it.
+  float mean = 0.5f;
+  bool secondRound() const { return mean > 10.0f; }
   BatchNormConfig config;
 };
 
@@ -75,6 +86,21 @@ Tensor uniform(const Shape& shape, std::mt19937& rng, float lo, float hi) {
   std::uniform_real_distribution<float> u(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = u(rng);
   return t;
+}
+
+// Moves each channel's values of the batch x ([n, channels, plane]) so their
+// mean is `mean`: whether the running mean lies near the batch mean is then
+// the test's choice, not the draw's.
+void centre(Tensor& x, int64_t channels, int64_t plane, float mean) {
+  const int64_t n = x.dim(0);
+  for (int64_t c = 0; c < channels; ++c) {
+    double sum = 0.0;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t i = 0; i < plane; ++i) sum += x.data()[(s * channels + c) * plane + i];
+    const auto move = static_cast<float>(mean - sum / static_cast<double>(n * plane));
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t i = 0; i < plane; ++i) x.data()[(s * channels + c) * plane + i] += move;
+  }
 }
 
 void compare(const Case& c) {
@@ -97,7 +123,7 @@ void compare(const Case& c) {
                                 gamma ? (relu6 ? 4.0f : 1.5f) : (relu6 ? 3.0f : 0.5f)));
     grads.emplace_back(randomHost(spec.shape, rng, 0.5f));
   }
-  buffers.emplace_back(randomHost(Shape{c.sample[0]}, rng, 0.3f));
+  buffers.emplace_back(uniform(Shape{c.sample[0]}, rng, 0.2f, 0.8f));
   buffers.emplace_back(uniform(Shape{c.sample[0]}, rng, 0.5f, 1.5f));
   auto hosts = [](const std::vector<Pair>& v) {
     std::vector<Tensor> t;
@@ -125,7 +151,7 @@ void compare(const Case& c) {
     CAPTURE(training);
     cpu_ctx.training = gpu_ctx.training = training;
     Tensor x = randomHost(batch_shape, rng, 2.0f);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] += 0.5f;  // a mean away from 0
+    centre(x, c.sample[0], c.sample.numel() / c.sample[0], c.mean);  // a mean away from 0
     const Tensor x_gpu = x.to(gpuDevice());
     Tensor y = Tensor::empty(batch_shape), y_gpu = Tensor::empty(batch_shape, gpuDevice());
     cpu.forward({&x}, y, cpu_ctx);
@@ -144,10 +170,14 @@ void compare(const Case& c) {
       CHECK_MESSAGE(relativeError(grads[i].device, grads[i].host) < 1e-4, "parameter gradient " << i);
   }
   if (c.reducer) {
+    // Training only (inference needs no batch statistics): [count, count * K,
+    // sum (x - K), sum (x - K)^2], the squared deviations when K is far from
+    // the mean, and backward's [sum g, sum g * (x - mean)] when dx is wanted.
     const int64_t ch = c.sample[0];
-    const std::vector<int64_t> sizes =
-        c.input_gradient ? std::vector<int64_t>{ch + 1, ch, 2 * ch} : std::vector<int64_t>{ch + 1, ch};
-    CHECK(gpu_reducer.sizes == sizes);  // training only: inference needs no batch statistics
+    std::vector<int64_t> sizes{1 + 3 * ch};
+    if (c.secondRound()) sizes.push_back(ch);
+    if (c.input_gradient) sizes.push_back(2 * ch);
+    CHECK(gpu_reducer.sizes == sizes);
     CHECK(cpu_reducer.sizes == sizes);
   }
 }
@@ -167,6 +197,29 @@ TEST_CASE("cuda: batch_norm equals the CPU batch_norm through cuDNN and through 
         c.act = act;
         c.reducer = reducer;
         c.config.momentum = 0.5;  // the running statistics move a lot in one step
+        compare(c);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda: batch_norm with its running mean far from the batch mean equals the CPU batch_norm") {
+  // The shifted sums cancel there: the CPU layer sums the squared deviations
+  // from the mean in a second round, and so does the GPU layer with a reducer
+  // (without one it runs cuDNN's batch normalisation).
+  for (bool reducer : {false, true}) {
+    for (FusedActivation act : {FusedActivation::None, FusedActivation::Relu}) {
+      for (const Shape& sample : {Shape{6, 7, 9}, Shape{37}}) {
+        CAPTURE(reducer);
+        CAPTURE(static_cast<int>(act));
+        CAPTURE(sample.str());
+        Case c;
+        c.sample = sample;
+        c.batch = sample.rank() == 1 ? 19 : 5;
+        c.act = act;
+        c.reducer = reducer;
+        c.mean = 20.0f;
+        REQUIRE(c.secondRound());
         compare(c);
       }
     }

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/backend/cuda/cuda_context.h"
-#include "core/backend/cuda/cuda_conv2d.h"
-#include "core/backend/cuda/cuda_layers.h"
+#include "core/nn/cuda/cuda_conv2d.h"
+#include "core/nn/cuda/cuda_layers.h"
 #include "core/nn/layers/depthwise_conv2d.h"
 #include "tests/common/conv_config.h"
 #include "tests/cuda/device_compare.h"

@@ -9,12 +9,12 @@
 #include <random>
 
 #include "core/backend/cuda/cuda_context.h"
-#include "core/backend/cuda/cuda_conv2d.h"
-#include "core/backend/cuda/cuda_dense.h"
-#include "core/backend/cuda/cuda_dropout.h"
-#include "core/backend/cuda/cuda_global_avg_pool.h"
-#include "core/backend/cuda/cuda_pool.h"
-#include "core/backend/cuda/cuda_relu.h"
+#include "core/nn/cuda/cuda_conv2d.h"
+#include "core/nn/cuda/cuda_dense.h"
+#include "core/nn/cuda/cuda_dropout.h"
+#include "core/nn/cuda/cuda_global_avg_pool.h"
+#include "core/nn/cuda/cuda_pool.h"
+#include "core/nn/cuda/cuda_relu.h"
 #include "core/nn/layers/flatten.h"
 #include "tests/common/conv_config.h"
 #include "tests/cuda/device_compare.h"

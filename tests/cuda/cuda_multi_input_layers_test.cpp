@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "core/backend/cuda/cuda_add.h"
-#include "core/backend/cuda/cuda_concat.h"
+#include "core/nn/cuda/cuda_add.h"
+#include "core/nn/cuda/cuda_concat.h"
 #include "core/backend/cuda/cuda_context.h"
-#include "core/backend/cuda/cuda_layers.h"
-#include "core/backend/cuda/cuda_relu6.h"
+#include "core/nn/cuda/cuda_layers.h"
+#include "core/nn/cuda/cuda_relu6.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
 #include "core/nn/param_store.h"

@@ -1,7 +1,10 @@
 // cuDNN convolution against a direct reference convolution (accumulated in
 // double) on fresh random inputs and odd shapes, full fp32 math: forward,
 // input gradient and (accumulated) weight gradient within relative error 1e-4.
-// Algorithms are chosen once per batch size, each size with its own.
+// Algorithms are chosen once per batch size, each size with its own: by
+// heuristics, or by timing on the passes' own buffers, which must leave the
+// accumulated weight gradient untouched and be taken from the cache by the
+// next layer of the same shape without timing again.
 #include "core/backend/cuda/cudnn_conv.h"
 
 #include <doctest/doctest.h>
@@ -12,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend/algorithm_cache.h"
 #include "core/backend/caching_allocator.h"
 #include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda/cuda_handles.h"
@@ -28,6 +32,16 @@ using dtrain::testing::DeviceArray;
 namespace {
 
 constexpr size_t kWorkspaceLimit = size_t(256) << 20;
+
+ConvAlgoOptions algoOptions(bool allow_tf32, size_t limit = kWorkspaceLimit, bool deterministic = true,
+                            AlgorithmCache* cache = nullptr) {
+  ConvAlgoOptions o;
+  o.allow_tf32 = allow_tf32;
+  o.deterministic = deterministic;
+  o.workspace_limit = limit;
+  o.cache = cache;
+  return o;
+}
 
 struct ConvCase {
   std::string name;
@@ -94,14 +108,16 @@ double worstError(const std::vector<float>& got, const std::vector<double>& expe
 
 struct PassErrors {
   double y = 0, dx = 0, dw = 0;
+  std::vector<float> y_bits, dx_bits, dw_bits;  // the results, for bitwise comparisons
 };
 
 // Runs the three passes for a batch of n on fresh random data and returns
 // their errors against the reference. y and dx start from garbage (they must
-// be overwritten), dw from random values (it must accumulate).
+// be overwritten), dw from random values (it must accumulate). With
+// `measure`, each pass's algorithm is first chosen by timing on its buffers.
 PassErrors runPasses(CudnnConv& conv, const CudnnHandle& cudnn, CachingAllocator& memory,
                      const CudaStream& stream, const ops::Window2d& g, int64_t filters, int64_t n,
-                     std::mt19937& rng) {
+                     std::mt19937& rng, bool measure = false) {
   const size_t x_count = n * g.channels * g.inPlane(), y_count = n * filters * g.outPlane(),
                w_count = filters * g.channels * g.kernel_h * g.kernel_w;
   const std::vector<float> x = randomFloats(x_count, rng), w = randomFloats(w_count, rng),
@@ -119,15 +135,31 @@ PassErrors runPasses(CudnnConv& conv, const CudnnHandle& cudnn, CachingAllocator
   cuda::fill(y_dev.get(), y_count, 1000.0f, stream.get());
   cuda::fill(dx_dev.get(), x_count, 1000.0f, stream.get());
 
+  if (measure) {
+    const ScratchMemory scratch = [&memory](size_t bytes) {
+      return std::shared_ptr<void>(memory.allocate(bytes), [&memory](void* p) { memory.release(p); });
+    };
+    ConvOperands op;
+    op.x = x_dev.get();
+    op.w = w_dev.get();
+    op.dy = dy_dev.get();
+    op.y = y_dev.get();
+    op.dx = dx_dev.get();
+    for (ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardFilter})
+      conv.choose(cudnn.get(), n, pass, op, scratch);
+  }
   const size_t ws_bytes = conv.workspaceBytes(cudnn.get(), n);
   void* ws = memory.allocate(ws_bytes);
   conv.forward(cudnn.get(), x_dev.get(), w_dev.get(), y_dev.get(), n, ws, ws_bytes);
   conv.backwardData(cudnn.get(), w_dev.get(), dy_dev.get(), dx_dev.get(), n, ws, ws_bytes);
   conv.backwardFilter(cudnn.get(), x_dev.get(), dy_dev.get(), dw_dev.get(), n, ws, ws_bytes);
   PassErrors e;
-  e.y = worstError(y_dev.download(), ref.y);
-  e.dx = worstError(dx_dev.download(), ref.dx);
-  e.dw = worstError(dw_dev.download(), ref.dw);
+  e.y_bits = y_dev.download();
+  e.dx_bits = dx_dev.download();
+  e.dw_bits = dw_dev.download();
+  e.y = worstError(e.y_bits, ref.y);
+  e.dx = worstError(e.dx_bits, ref.dx);
+  e.dw = worstError(e.dw_bits, ref.dw);
   memory.release(ws);
   return e;
 }
@@ -142,7 +174,7 @@ TEST_CASE("cuda: cuDNN convolution passes equal the reference convolution in fp3
   const int64_t n = 3;
   for (const ConvCase& c : oddCases()) {
     CAPTURE(c.name);
-    CudnnConv conv(c.geom, c.filters, false, kWorkspaceLimit);
+    CudnnConv conv(c.geom, c.filters, algoOptions(false));
     const PassErrors e = runPasses(conv, cudnn, memory, stream, c.geom, c.filters, n, rng);
     CHECK(e.y < 1e-4);
     CHECK(e.dx < 1e-4);
@@ -160,7 +192,7 @@ TEST_CASE("cuda: cuDNN convolution chooses algorithms once per batch size, each 
   CudnnHandle cudnn(stream.get());
   std::mt19937 rng(12);
   const ConvCase c = oddCases()[0];
-  CudnnConv conv(c.geom, c.filters, false, kWorkspaceLimit);
+  CudnnConv conv(c.geom, c.filters, algoOptions(false));
   CHECK(conv.searches() == 0);
   CHECK(conv.algorithms(3) == "no algorithms chosen yet for batch 3");
 
@@ -195,7 +227,7 @@ TEST_CASE("cuda: cuDNN convolution with TF32 allowed runs every pass close to fp
   CudnnHandle cudnn(stream.get());
   std::mt19937 rng(13);
   const ConvCase c = oddCases()[0];
-  CudnnConv conv(c.geom, c.filters, true, kWorkspaceLimit);
+  CudnnConv conv(c.geom, c.filters, algoOptions(true));
   // TF32 keeps 10 mantissa bits of each product's inputs: about 1e-3 relative.
   const PassErrors e = runPasses(conv, cudnn, memory, stream, c.geom, c.filters, 3, rng);
   CHECK(e.y < 2e-2);
@@ -209,8 +241,8 @@ TEST_CASE("cuda: cuDNN convolution refuses a short workspace and names an unmet 
   CudaStream stream;
   CudnnHandle cudnn(stream.get());
   const ConvCase c = oddCases()[1];
-  CudnnConv conv(c.geom, c.filters, false, kWorkspaceLimit);
-  const size_t need = conv.workspaceBytes(cudnn.get(), 3);
+  CudnnConv conv(c.geom, c.filters, algoOptions(false));
+  const size_t need = conv.workspaceBytes(cudnn.get(), 3, ConvPass::Forward);
   if (need > 0) {
     try {
       // Refused before any device pointer is used.
@@ -225,7 +257,7 @@ TEST_CASE("cuda: cuDNN convolution refuses a short workspace and names an unmet 
 
   // With no workspace at all, either every pass has a workspace-free
   // algorithm or the error names the limit and the layer.
-  CudnnConv tight(c.geom, c.filters, false, 0);
+  CudnnConv tight(c.geom, c.filters, algoOptions(false, 0));
   try {
     CHECK(tight.workspaceBytes(cudnn.get(), 3) == 0);
   } catch (const DeviceError& e) {
@@ -239,9 +271,64 @@ TEST_CASE("cuda: cuDNN convolution refuses a short workspace and names an unmet 
 TEST_CASE("cuda: a geometry without output is refused in words") {
   ops::Window2d g{5, 3, 3, 5, 5, 1, 1, 0, 0};  // a 5x5 kernel over a 3x3 input
   try {
-    CudnnConv conv(g, 7, false, kWorkspaceLimit);
+    CudnnConv conv(g, 7, algoOptions(false));
     FAIL("expected a ShapeError");
   } catch (const ShapeError& e) {
     CHECK(std::string(e.what()).find("do not fit an input of 5x3x3") != std::string::npos);
   }
+}
+
+TEST_CASE("cuda: timed algorithms compute every pass correctly and leave the accumulated gradient alone") {
+  CachingAllocator memory(cudaRawAllocator(0));
+  CudaStream stream;
+  CudnnHandle cudnn(stream.get());
+  std::mt19937 rng(14);
+  for (bool deterministic : {true, false})
+    for (const ConvCase& c : oddCases()) {
+      CAPTURE(c.name);
+      CAPTURE(deterministic);
+      CudnnConv conv(c.geom, c.filters, algoOptions(false, kWorkspaceLimit, deterministic));
+      // dw starts random: a search writing into it would break the sum.
+      const PassErrors e = runPasses(conv, cudnn, memory, stream, c.geom, c.filters, 4, rng, true);
+      CHECK(e.y < 1e-4);
+      CHECK(e.dx < 1e-4);
+      CHECK(e.dw < 1e-4);
+      CHECK(conv.measurements() == 3);
+      const std::string chosen = conv.algorithms(4);
+      MESSAGE(c.name << (deterministic ? " (deterministic): " : ": ") << chosen);
+      CHECK(chosen.find(" ms") != std::string::npos);
+      CHECK(chosen.find("heuristic") == std::string::npos);
+      CHECK(chosen.find("TF32") == std::string::npos);
+      if (deterministic) CHECK(chosen.find("non-deterministic") == std::string::npos);
+    }
+}
+
+TEST_CASE("cuda: a layer of the same shape takes the cached algorithms without timing, with the same bits") {
+  CachingAllocator memory(cudaRawAllocator(0));
+  CudaStream stream;
+  CudnnHandle cudnn(stream.get());
+  AlgorithmCache cache;
+  cache.open(AlgorithmSource{"test GPU", 1, 1});
+  const ConvCase c = oddCases()[0];
+  CudnnConv first(c.geom, c.filters, algoOptions(false, kWorkspaceLimit, true, &cache));
+  std::mt19937 rng_a(15), rng_b(15);  // the same data for both
+  const PassErrors a = runPasses(first, cudnn, memory, stream, c.geom, c.filters, 4, rng_a, true);
+  CHECK(first.measurements() == 3);
+  CHECK(cache.size() == 3);
+
+  CudnnConv second(c.geom, c.filters, algoOptions(false, kWorkspaceLimit, true, &cache));
+  const PassErrors b = runPasses(second, cudnn, memory, stream, c.geom, c.filters, 4, rng_b, true);
+  CHECK(second.measurements() == 0);
+  CHECK(second.algorithms(4).find("(cached, ") != std::string::npos);
+  // Deterministic algorithms, the same ones: bit for bit the same results.
+  CHECK(a.y_bits == b.y_bits);
+  CHECK(a.dx_bits == b.dx_bits);
+  CHECK(a.dw_bits == b.dw_bits);
+
+  // Another batch size, or non-deterministic candidates, is another key: timed afresh.
+  CudnnConv any(c.geom, c.filters, algoOptions(false, kWorkspaceLimit, false, &cache));
+  std::mt19937 rng_c(16);
+  runPasses(any, cudnn, memory, stream, c.geom, c.filters, 4, rng_c, true);
+  CHECK(any.measurements() == 3);
+  CHECK(cache.size() == 6);
 }

@@ -2,7 +2,7 @@
 // 0, which NCCL would refuse, sum device buffers exactly through pinned host
 // memory; host buffers pass straight through to Gloo, and Gloo's refusals
 // reach the caller unchanged.
-#include "core/backend/cuda/host_staged_group.h"
+#include "core/comm/cuda/host_staged_group.h"
 
 #include <doctest/doctest.h>
 

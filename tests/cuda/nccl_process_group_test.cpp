@@ -3,7 +3,7 @@
 // for the compute stream's queued work, two ranks on two GPUs (threads as
 // ranks) sum exactly, and a peer that never comes, or stops taking part,
 // fails the others within the timeout instead of hanging them.
-#include "core/backend/cuda/nccl_process_group.h"
+#include "core/comm/cuda/nccl_process_group.h"
 
 #include <doctest/doctest.h>
 

@@ -39,9 +39,10 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs build/dtrain with `args` to completion; output captured.
-inline RunResult runDtrain(const std::vector<std::string>& args) {
-  std::string cmd = DTRAIN_BINARY;
+// Runs build/dtrain with `args` to completion; output captured. `env`, when
+// given, is put before the command ("NAME='value'") to set its environment.
+inline RunResult runDtrain(const std::vector<std::string>& args, const std::string& env = "") {
+  std::string cmd = env.empty() ? DTRAIN_BINARY : env + " " + DTRAIN_BINARY;
   for (const auto& a : args) cmd += " '" + a + "'";
   cmd += " 2>&1";
   RunResult r;

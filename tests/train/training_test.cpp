@@ -69,6 +69,9 @@ TEST_CASE("metrics.jsonl has one line per step and per evaluation with the docum
     } else {
       ++test;
       CHECK(l.find("samples")->asInt64() == 200);
+      // Each step's figures are logged a step late (the GPU pipeline's order),
+      // but an evaluation still follows the line of the step it evaluates.
+      CHECK(l.find("step")->asInt64() == train);
       // An evaluation belongs to the epoch of the step it follows.
       CHECK(l.find("epoch")->asInt64() == (l.find("step")->asInt64() - 1) / 10);
     }
@@ -92,6 +95,41 @@ TEST_CASE("metrics.jsonl has one line per step and per evaluation with the docum
     if (events) ++records;
   }
   CHECK(records == 1 + 20 + 6);
+}
+
+TEST_CASE("each step's line holds that step's own figures, though they are settled a step late") {
+  // A run of k steps logs its step k last, at its end; the longer run logs
+  // step k while step k+1 is queued. With a constant learning rate both have
+  // computed the same k steps, so the lines must be identical but for the time.
+  TempDir tmp("settle");
+  auto trainLines = [&](int steps) {
+    const std::string run = tmp / ("s" + std::to_string(steps));
+    std::string job = smallJob(run);
+    job.replace(job.find("[schedule]"), std::string::npos, "[schedule]\ntype = \"constant\"\n");
+    writeFile(tmp / "job.toml", job);
+    RunResult r = runDtrain({"train", tmp / "job.toml", "--quiet", "--set", "train.steps=" + std::to_string(steps),
+                             "--set", "train.checkpoint_every_steps=0"});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    std::vector<JsonValue> out;
+    for (const JsonValue& l : metricsLines(run))
+      if (l.find("split")->asString() == "train") out.push_back(l);
+    return out;
+  };
+  const std::vector<JsonValue> longer = trainLines(6);
+  REQUIRE(longer.size() == 6);
+  for (int k : {1, 3}) {
+    const std::vector<JsonValue> shorter = trainLines(k);
+    REQUIRE(shorter.size() == static_cast<size_t>(k));
+    for (int i = 0; i < k; ++i) {
+      CAPTURE(k);
+      CAPTURE(i);
+      CHECK(shorter[i].find("step")->asInt64() == i + 1);
+      CHECK(shorter[i].find("loss")->asDouble() == longer[i].find("loss")->asDouble());
+      CHECK(shorter[i].find("accuracy")->asDouble() == longer[i].find("accuracy")->asDouble());
+    }
+  }
+  // Consecutive steps differ (training moves), so a line shifted by one would fail above.
+  CHECK(longer[1].find("loss")->asDouble() != longer[2].find("loss")->asDouble());
 }
 
 TEST_CASE("two compute threads compute what one thread computes") {

@@ -34,19 +34,25 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // A term gives K doubles per element: at(c) fixes its channel's constants,
 // then value(index, out) fills out[0..K) for element `index`.
 
-struct SumTerm {
-  static constexpr int K = 1;
-  const float* x;
-  __device__ void at(int64_t c) {}
-  __device__ void value(int64_t i, double* out) const { out[0] = x[i]; }
+// x - K and its square; the difference in float as the CPU's
+// channelShiftedMoments takes it (exact for x near K).
+struct ShiftedMomentsTerm {
+  static constexpr int K = 2;
+  const float *x, *shifts;
+  float shift = 0.0f;
+  __device__ void at(int64_t c) { shift = shifts[c]; }
+  __device__ void value(int64_t i, double* out) const {
+    const double d = x[i] - shift;
+    out[0] = d;
+    out[1] = d * d;
+  }
 };
 
 struct SquaredDeviationTerm {
   static constexpr int K = 1;
-  const float* x;
-  const double* stats;
+  const float *x, *means;
   float mean = 0.0f;
-  __device__ void at(int64_t c) { mean = static_cast<float>(stats[1 + c] / stats[0]); }
+  __device__ void at(int64_t c) { mean = means[c]; }
   __device__ void value(int64_t i, double* out) const {
     const double d = x[i] - mean;
     out[0] = d * d;
@@ -119,12 +125,20 @@ __global__ void finishChannelsKernel(const double* partials, int64_t channels, i
   }
 }
 
-struct FinishSums {
-  double* stats;
+// [count, count * K, sum (x - K), sum (x - K)^2], and K itself for the host.
+struct FinishShiftedSums {
+  const float* running_mean;
+  float* shifts;
+  double* sums;
+  int64_t channels;
   double count;
   __device__ void operator()(int64_t c, const double* total) const {
-    if (c == 0) stats[0] = count;
-    stats[1 + c] = total[0];
+    const float k = running_mean[c];
+    if (c == 0) sums[0] = count;
+    shifts[c] = k;
+    sums[1 + c] = count * static_cast<double>(k);  // rounded as the CPU's: one product in double
+    sums[1 + channels + c] = total[0];
+    sums[1 + 2 * channels + c] = total[1];
   }
 };
 
@@ -165,15 +179,14 @@ void channelReduce(Term term, BatchNormDims d, Finish finish, cudaStream_t strea
 
 // ------------------------------------------------- per-channel maths --
 
-__global__ void batchStatisticsKernel(const double* stats, const double* deviations, int64_t channels,
-                                      double momentum, double epsilon, const float* gamma, const float* beta,
+__global__ void batchStatisticsKernel(const double* moments, double count, int64_t channels, double momentum,
+                                      double epsilon, const float* gamma, const float* beta,
                                       float* running_mean, float* running_var, BatchNormStats out,
                                       float* scale, float* shift) {
-  const double count = stats[0];
-  const double unbiased = count > 1.0 ? count / (count - 1.0) : 1.0;
+  const double unbiased = count / (count - 1.0);
   for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < channels;
        c += int64_t(gridDim.x) * blockDim.x) {
-    const double mean = stats[1 + c] / count, var = deviations[c] / count;
+    const double mean = moments[c], var = moments[channels + c];
     const float invstd = static_cast<float>(1.0 / sqrt(var + epsilon));
     out.mean[c] = static_cast<float>(mean);
     out.invstd[c] = invstd;
@@ -260,25 +273,25 @@ __global__ void inputGradKernel(const float* x, const float* y, const float* dy,
 
 }  // namespace
 
-void batchNormSums(const float* x, BatchNormDims d, double* stats, cudaStream_t stream) {
-  channelReduce(SumTerm{x}, d, FinishSums{stats, static_cast<double>(d.n * d.plane)}, stream,
-                "batchNormSums");
+void batchNormShiftedSums(const float* x, BatchNormDims d, const float* running_mean, float* shifts,
+                          double* sums, cudaStream_t stream) {
+  const FinishShiftedSums finish{running_mean, shifts, sums, d.channels, static_cast<double>(d.n * d.plane)};
+  channelReduce(ShiftedMomentsTerm{x, running_mean}, d, finish, stream, "batchNormShiftedSums");
 }
 
-void batchNormSquaredDeviations(const float* x, BatchNormDims d, const double* stats, double* deviations,
+void batchNormSquaredDeviations(const float* x, BatchNormDims d, const float* mean, double* deviations,
                                 cudaStream_t stream) {
-  channelReduce(SquaredDeviationTerm{x, stats}, d, FinishDeviations{deviations}, stream,
+  channelReduce(SquaredDeviationTerm{x, mean}, d, FinishDeviations{deviations}, stream,
                 "batchNormSquaredDeviations");
 }
 
-void batchNormBatchStatistics(const double* stats, const double* deviations, int64_t channels,
-                              double momentum, double epsilon, const float* gamma, const float* beta,
-                              float* running_mean, float* running_var, BatchNormStats out, float* scale,
-                              float* shift, cudaStream_t stream) {
+void batchNormBatchStatistics(const double* moments, double count, int64_t channels, double momentum,
+                              double epsilon, const float* gamma, const float* beta, float* running_mean,
+                              float* running_var, BatchNormStats out, float* scale, float* shift,
+                              cudaStream_t stream) {
   if (channels <= 0) return;
   batchStatisticsKernel<<<gridStrideBlocks(channels), kElementwiseThreads, 0, stream>>>(
-      stats, deviations, channels, momentum, epsilon, gamma, beta, running_mean, running_var, out, scale,
-      shift);
+      moments, count, channels, momentum, epsilon, gamma, beta, running_mean, running_var, out, scale, shift);
 }
 
 void batchNormFrozenStatistics(const float* running_mean, const float* running_var, int64_t channels,

@@ -1,4 +1,4 @@
-// The batch_norm layer's own GPU passes (core/backend/cuda/cuda_batch_norm.h),
+// The batch_norm layer's own GPU passes (core/nn/cuda/cuda_batch_norm.h),
 // for what cuDNN's batch normalisation cannot do: statistics summed across
 // ranks between the passes (a StatsReducer), the backward of an inference
 // pass, and the fused relu/relu6 around cuDNN's calls. They compute what the
@@ -35,20 +35,25 @@ struct BatchNormStats {
 
 // ------------------------------------------------------------ forward --
 
-// stats[0] = n * plane (this replica's count), stats[1 + c] = sum of x over channel c.
-void batchNormSums(const float* x, BatchNormDims d, double* stats, cudaStream_t stream);
-// deviations[c] = sum of (x - m)^2 over channel c, m = (float)(stats[1 + c] / stats[0]).
-void batchNormSquaredDeviations(const float* x, BatchNormDims d, const double* stats, double* deviations,
+// This replica's part of the CPU layer's one round of sums
+// (core/nn/layers/batch_norm_moments.h), shifted by K = running_mean:
+// shifts[c] = K[c], and sums = [count, count * K, sum (x - K), sum (x - K)^2]
+// (1 + 3 * channels), count = n * plane. x - K is a float difference, as on
+// the CPU; the squares and the sums are in double.
+void batchNormShiftedSums(const float* x, BatchNormDims d, const float* running_mean, float* shifts,
+                          double* sums, cudaStream_t stream);
+// deviations[c] = sum of (x - mean[c])^2 over channel c (the second round).
+void batchNormSquaredDeviations(const float* x, BatchNormDims d, const float* mean, double* deviations,
                                 cudaStream_t stream);
-// From the summed stats and deviations of the whole batch, per channel:
-// mean, invstd, scale = gamma * invstd and shift = beta (gamma, beta may be
-// null: 1 and 0); when running_mean and running_var are non-null they move by
-// `momentum` towards the mean and the unbiased variance (the biased one when
-// the count is 1, which the host cannot see here).
-void batchNormBatchStatistics(const double* stats, const double* deviations, int64_t channels,
-                              double momentum, double epsilon, const float* gamma, const float* beta,
-                              float* running_mean, float* running_var, BatchNormStats out, float* scale,
-                              float* shift, cudaStream_t stream);
+// From the whole batch's moments = [mean | variance] (channels each, double)
+// and its count (> 1), per channel: mean, invstd, scale = gamma * invstd and
+// shift = beta (gamma, beta may be null: 1 and 0); when running_mean and
+// running_var are non-null they move by `momentum` towards the mean and the
+// unbiased variance.
+void batchNormBatchStatistics(const double* moments, double count, int64_t channels, double momentum,
+                              double epsilon, const float* gamma, const float* beta, float* running_mean,
+                              float* running_var, BatchNormStats out, float* scale, float* shift,
+                              cudaStream_t stream);
 // The statistics an inference pass normalised with: mean = running_mean,
 // invstd = 1 / sqrt(running_var + epsilon).
 void batchNormFrozenStatistics(const float* running_mean, const float* running_var, int64_t channels,
@@ -72,7 +77,8 @@ void batchNormGradSums(const float* x, const float* y, const float* dy, BatchNor
                        ops::FusedActivation act, BatchNormStats stats, double* sums, float* dgamma,
                        float* dbeta, cudaStream_t stream);
 // dx = a * g + b * (x - mean) + c per channel. Training (sums non-null: the
-// whole batch's sums of batchNormGradSums; count = stats_count[0]):
+// whole batch's sums of batchNormGradSums; count = stats_count[0], the summed
+// count of batchNormShiftedSums):
 // a = gamma * invstd, b = -a * invstd^2 * sums[channels + c] / count,
 // c = -a * sums[c] / count. Inference (sums null): a = gamma * invstd, b = c = 0.
 // gamma may be null (1).

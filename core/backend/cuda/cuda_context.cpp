@@ -32,6 +32,7 @@ CudaContext::CudaContext(int device)
       stream_(),
       allocator_(cudaRawAllocator(device)),
       cublas_(std::make_unique<CublasHandle>(stream_.get(), false)),
+      cublas_lt_(std::make_unique<CublasLtHandle>()),
       cudnn_(std::make_unique<CudnnHandle>(stream_.get())) {}
 
 CudaContext& CudaContext::of(int device) {
@@ -65,6 +66,19 @@ std::shared_ptr<void> CudaContext::allocate(size_t bytes) {
   void* p = allocator_.allocate(bytes);
   CachingAllocator* allocator = &allocator_;
   return std::shared_ptr<void>(p, [allocator](void* block) { allocator->release(block); });
+}
+
+std::shared_ptr<void> CudaContext::tryAllocate(size_t bytes) {
+  try {
+    return allocate(bytes);
+  } catch (const DeviceError&) {  // out of memory, after the cache was emptied and the request retried
+    return nullptr;
+  }
+}
+
+LibraryMemory CudaContext::libraryMemory() {
+  return LibraryMemory{[this](size_t bytes) { return workspace(bytes); },
+                       [this](size_t bytes) { return tryAllocate(bytes); }};
 }
 
 void* CudaContext::workspace(size_t bytes) {

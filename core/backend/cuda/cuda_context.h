@@ -21,7 +21,9 @@
 
 #include "core/backend/caching_allocator.h"
 #include "core/backend/cuda/cublas_gemm.h"
+#include "core/backend/cuda/cublaslt_gemm.h"
 #include "core/backend/cuda/cuda_handles.h"
+#include "core/backend/cuda/library_memory.h"
 
 namespace dtrain {
 
@@ -36,6 +38,7 @@ class CudaContext {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_.get(); }
   const CublasHandle& cublas() const { return *cublas_; }
+  cublasLtHandle_t cublasLt() const { return cublas_lt_->get(); }
   cudnnHandle_t cudnn() const;
 
   // TF32 tensor-core math for matrix products and convolutions (off by
@@ -45,9 +48,14 @@ class CudaContext {
 
   // Device memory from the caching allocator, released to it with the last owner.
   std::shared_ptr<void> allocate(size_t bytes);
+  // Device memory from the allocator, or null when even after emptying its
+  // cache it cannot give `bytes` (an algorithm search then asks for less).
+  std::shared_ptr<void> tryAllocate(size_t bytes);
   // A workspace of at least `bytes` for library calls on the stream; valid
   // until the next call (grown, never shrunk).
   void* workspace(size_t bytes);
+  // workspace() and tryAllocate() as the library wrappers take them.
+  LibraryMemory libraryMemory();
   CachingAllocatorStats memoryStats() const { return allocator_.stats(); }
 
   // Queued on the stream; a copy into host memory waits until it has arrived.
@@ -63,6 +71,7 @@ class CudaContext {
   CudaStream stream_;
   CachingAllocator allocator_;
   std::unique_ptr<CublasHandle> cublas_;
+  std::unique_ptr<CublasLtHandle> cublas_lt_;
   std::unique_ptr<CudnnHandle> cudnn_;
   bool tf32_ = false;
   std::shared_ptr<void> workspace_;

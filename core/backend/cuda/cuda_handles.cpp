@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/backend/cuda/cuda_check.h"
+#include "core/backend/device_waits.h"
 
 namespace dtrain {
 
@@ -24,7 +25,10 @@ CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
   return *this;
 }
 
-void CudaStream::synchronize() const { checkCuda(cudaStreamSynchronize(stream_), "synchronise a stream"); }
+void CudaStream::synchronize() const {
+  noteDeviceWait();
+  checkCuda(cudaStreamSynchronize(stream_), "synchronise a stream");
+}
 
 CudaEvent::CudaEvent() {
   checkCuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "create an event");
@@ -44,14 +48,25 @@ CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
   return *this;
 }
 
-void CudaEvent::record(const CudaStream& on) {
-  checkCuda(cudaEventRecord(event_, on.get()), "record an event");
+void CudaEvent::record(cudaStream_t on) { checkCuda(cudaEventRecord(event_, on), "record an event"); }
+
+void CudaEvent::makeWait(cudaStream_t stream) const {
+  checkCuda(cudaStreamWaitEvent(stream, event_, 0), "make a stream wait for an event");
 }
 
-void CudaEvent::makeWait(const CudaStream& stream) const {
-  checkCuda(cudaStreamWaitEvent(stream.get(), event_, 0), "make a stream wait for an event");
+void CudaEvent::synchronize() const {
+  noteDeviceWait();
+  checkCuda(cudaEventSynchronize(event_), "wait for an event");
 }
 
-void CudaEvent::synchronize() const { checkCuda(cudaEventSynchronize(event_), "wait for an event"); }
+bool CudaEvent::done() const {
+  const cudaError_t status = cudaEventQuery(event_);
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError();  // not an error: the work is still queued
+    return false;
+  }
+  checkCuda(status, "ask whether an event has happened");
+  return true;
+}
 
 }  // namespace dtrain

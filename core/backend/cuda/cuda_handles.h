@@ -15,6 +15,7 @@ class CudaStream {
   CudaStream& operator=(const CudaStream&) = delete;
 
   cudaStream_t get() const { return stream_; }
+  // Waits for everything queued (counted: core/backend/device_waits.h).
   void synchronize() const;
 
  private:
@@ -31,10 +32,15 @@ class CudaEvent {
   CudaEvent& operator=(const CudaEvent&) = delete;
 
   cudaEvent_t get() const { return event_; }
-  void record(const CudaStream& on);
+  void record(const CudaStream& on) { record(on.get()); }
+  void record(cudaStream_t on);
   // Work queued on `stream` from now on waits until this event has happened.
-  void makeWait(const CudaStream& stream) const;
+  void makeWait(const CudaStream& stream) const { makeWait(stream.get()); }
+  void makeWait(cudaStream_t stream) const;
+  // Waits for the event (counted: core/backend/device_waits.h).
   void synchronize() const;
+  // Whether the work before its record has finished; never waits.
+  bool done() const;
 
  private:
   cudaEvent_t event_ = nullptr;

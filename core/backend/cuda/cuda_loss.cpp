@@ -8,9 +8,10 @@
 
 namespace dtrain {
 
-CudaLoss::CudaLoss(CudaContext& ctx, int64_t classes) : ctx_(ctx), classes_(classes) {
+CudaLoss::CudaLoss(CudaContext& ctx, int64_t classes)
+    : ctx_(ctx), classes_(classes), copied_(static_cast<size_t>(kMaxPendingSnapshots)) {
   sums_ = ctx_.allocate(sizeof(Sums));
-  host_sums_ = cudaPinnedHost(sizeof(Sums));
+  host_sums_ = cudaPinnedHost(sizeof(Sums) * kMaxPendingSnapshots);
   if (!host_sums_) throw DeviceError("CUDA: could not allocate pinned host memory for the loss");
   checkCuda(cudaMemsetAsync(sums_.get(), 0, sizeof(Sums), ctx_.stream()), "zero the loss sums");
 }
@@ -26,28 +27,46 @@ void CudaLoss::queue(const float* logits, const int32_t* host_labels, int64_t n,
   checkCuda(cudaMemcpyAsync(labels_.get(), host_labels, static_cast<size_t>(n) * sizeof(int32_t),
                             cudaMemcpyHostToDevice, ctx_.stream()),
             "upload labels");
+  queueOnDevice(logits, static_cast<const int32_t*>(labels_.get()), n, grad_scale, dlogits, smoothing);
+}
+
+void CudaLoss::queueOnDevice(const float* logits, const int32_t* device_labels, int64_t n, float grad_scale,
+                             float* dlogits, float smoothing) {
+  if (n <= 0) return;
   auto* sums = static_cast<Sums*>(sums_.get());
-  cuda::softmaxCrossEntropy(logits, static_cast<const int32_t*>(labels_.get()), n, classes_, grad_scale,
-                            dlogits, &sums->loss_sum, &sums->correct, &sums->bad_label, ctx_.stream(),
-                            smoothing);
+  cuda::softmaxCrossEntropy(logits, device_labels, n, classes_, grad_scale, dlogits, &sums->loss_sum,
+                            &sums->correct, &sums->bad_label, ctx_.stream(), smoothing);
   checkCuda(cudaGetLastError(), "launch the loss kernel");
   samples_ += n;
 }
 
-LossSums CudaLoss::read() {
-  checkCuda(
-      cudaMemcpyAsync(host_sums_.get(), sums_.get(), sizeof(Sums), cudaMemcpyDeviceToHost, ctx_.stream()),
-      "read the loss");
+void CudaLoss::snapshot() {
+  if (pendingSnapshots() >= kMaxPendingSnapshots)
+    throw Error("CudaLoss: " + std::to_string(kMaxPendingSnapshots) +
+                " loss snapshots are pending already; take one first");
+  const int slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % kMaxPendingSnapshots;
+  auto* host = static_cast<Sums*>(host_sums_.get()) + slot;
+  checkCuda(cudaMemcpyAsync(host, sums_.get(), sizeof(Sums), cudaMemcpyDeviceToHost, ctx_.stream()),
+            "copy the loss sums");
   checkCuda(cudaMemsetAsync(sums_.get(), 0, sizeof(Sums), ctx_.stream()), "zero the loss sums");
-  ctx_.synchronize();
-  Sums got;
-  std::memcpy(&got, host_sums_.get(), sizeof got);
-  LossSums out{got.loss_sum, static_cast<int64_t>(got.correct), samples_};
+  copied_[static_cast<size_t>(slot)].record(ctx_.stream());
+  pending_.push_back({slot, samples_});
   samples_ = 0;
+}
+
+LossSums CudaLoss::takeSnapshot() {
+  if (pending_.empty()) throw Error("CudaLoss: no loss snapshot is pending");
+  const Pending p = pending_.front();
+  pending_.pop_front();
+  const CudaEvent& copied = copied_[static_cast<size_t>(p.slot)];
+  if (!copied.done()) copied.synchronize();  // the device is more than a step behind
+  Sums got;
+  std::memcpy(&got, static_cast<const Sums*>(host_sums_.get()) + p.slot, sizeof got);
   if (got.bad_label)
     throw Error("a label of the batch is outside [0, " + std::to_string(classes_) +
                 "); the dataset's labels do not match its class count");
-  return out;
+  return LossSums{got.loss_sum, static_cast<int64_t>(got.correct), p.samples};
 }
 
 }  // namespace dtrain

@@ -1,25 +1,31 @@
 // One convolution layer's cuDNN state: the filter and convolution
-// descriptors, and per batch size the tensor descriptors and the algorithm
-// (with its math type and workspace) for each of the three passes.
+// descriptors, and per batch size the tensor descriptors and, per pass
+// (forward, backward-data, backward-filter), the algorithm with its math type
+// and workspace.
 //
-// Algorithms are chosen once per batch size, on first use, by cuDNN's
-// heuristics (cudnnGet*Algorithm_v7) rather than by benchmarking
-// (cudnnFind*): the heuristics run nothing on the GPU (no synchronisation, no
-// workspace allocated behind the caching allocator's back), and their answer
-// depends only on the shape, the GPU and the cuDNN version, not on timing
-// noise, so two runs of a job, and a resumed run, pick the same algorithms and
-// compute the same bits. For the same reason deterministic algorithms are
-// preferred; a non-deterministic one (atomic sums) is taken only when no
-// deterministic one fits the workspace limit. A training run sees one or two
-// batch sizes (the last batch of an epoch may be short), so the cache stays small.
+// Algorithms are chosen by measurement (choose()): every algorithm cuDNN
+// offers for the pass is run on the layer's own buffers by
+// cudnnFind*AlgorithmEx, three times, and the one with the smallest median
+// time is kept, as PyTorch's cudnn.benchmark does (which times its first ten
+// candidates once). The search runs once per shape, at the first step: it
+// synchronises the stream and borrows a workspace of up to the limit (less
+// when the allocator cannot give that much). Its choice goes into the
+// AlgorithmCache when there is one, and a choice found there for the same key
+// (this GPU, these libraries) is taken without timing, so a resume computes
+// with the same algorithms. A pass that was never chosen by measurement (or
+// whose measurement found nothing usable) falls back to cuDNN's heuristics
+// (cudnnGet*Algorithm_v7), which run nothing on the GPU.
 //
-// With allow_tf32 false only FMA (full fp32) kernels are accepted, so results
-// match the CPU within fp32 rounding; with it true TF32 tensor-core kernels are
-// allowed (Ampere and later round the products' inputs to 10-bit mantissas).
+// Candidates: with `deterministic` only algorithms cuDNN marks deterministic
+// (bitwise-repeatable results: no atomic sums); without it any. With
+// allow_tf32 false only FMA (full fp32) kernels are accepted, so results
+// match the CPU within fp32 rounding; with it true TF32 tensor-core kernels
+// are allowed too. An algorithm needing more workspace than the limit is
+// never a candidate.
 //
 // Ownership and threading: device pointers are the caller's. One instance is
 // used by one thread (its layer's); calls queue work on the handle's stream
-// and do not synchronise.
+// and, apart from a search, do not synchronise.
 #pragma once
 #include <cudnn.h>
 
@@ -29,10 +35,33 @@
 #include <memory>
 #include <string>
 
+#include "core/backend/algorithm_keys.h"
 #include "core/backend/cuda/cudnn_descriptors.h"
+#include "core/backend/cuda/library_memory.h"
 #include "core/backend/ops.h"
 
 namespace dtrain {
+
+class AlgorithmCache;
+
+struct ConvAlgoOptions {
+  bool allow_tf32 = false;
+  bool deterministic = true;
+  size_t workspace_limit = size_t{1024} << 20;
+  AlgorithmCache* cache = nullptr;  // shared; may be null
+};
+
+// The buffers of one pass, for timing on them. Forward reads x and w and
+// writes y; backward-data reads w and dy and writes dx; backward-filter reads
+// x and dy and writes a scratch buffer, never the accumulated gradient.
+// Outputs written by a search are overwritten by the pass that follows it.
+struct ConvOperands {
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* dy = nullptr;
+  float* y = nullptr;
+  float* dx = nullptr;
+};
 
 class CudnnConv {
  public:
@@ -40,21 +69,29 @@ class CudnnConv {
   // G (weights [F, C/G, kh, kw]; group g's filters read only its C/G
   // channels). Throws ShapeError for a geometry without output or a G that
   // does not divide C and F.
-  CudnnConv(const ops::Window2d& geom, int64_t filters, bool allow_tf32, size_t workspace_limit_bytes,
-            int64_t groups = 1);
+  CudnnConv(const ops::Window2d& geom, int64_t filters, const ConvAlgoOptions& options, int64_t groups = 1);
   ~CudnnConv();
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
 
-  // Workspace bytes the three passes need for a batch of n (the largest of the
-  // three); chooses and caches the algorithms for n on first use (host work
-  // only: nothing runs on the stream, nothing synchronises). Throws
-  // DeviceError when some pass has no algorithm within the workspace limit.
+  // Chooses `pass`'s algorithm for a batch of n by measurement on
+  // `operands` (or from the cache), borrowing the search's workspace and a
+  // scratch weight gradient from `scratch`; nothing when it is chosen already. Work
+  // producing the operands must be queued on the handle's stream before.
+  // Throws DeviceError when no algorithm fits the workspace limit.
+  void choose(cudnnHandle_t handle, int64_t n, ConvPass pass, const ConvOperands& operands,
+              const ScratchMemory& scratch);
+
+  // Workspace bytes `pass` needs for a batch of n; chooses the pass's
+  // algorithm by cuDNN's heuristics first if nothing chose it (host work
+  // only). Throws DeviceError when no algorithm fits the workspace limit.
+  size_t workspaceBytes(cudnnHandle_t handle, int64_t n, ConvPass pass);
+  // The largest of the three passes' workspaces (choosing them likewise).
   size_t workspaceBytes(cudnnHandle_t handle, int64_t n);
 
-  // The passes below choose the algorithms for n if workspaceBytes(n) has not,
-  // and throw DeviceError when workspace_bytes < workspaceBytes(n). A batch of
-  // 0 does nothing; a negative one throws ShapeError.
+  // The passes below choose by heuristics if nothing chose for n, and throw
+  // DeviceError when workspace_bytes < workspaceBytes(n, pass). A batch of 0
+  // does nothing; a negative one throws ShapeError.
   // y [n,F,Ho,Wo] = conv(x [n,C,H,W], w [F,C/G,kh,kw]), overwriting y. No bias.
   void forward(cudnnHandle_t handle, const float* x, const float* w, float* y, int64_t n, void* workspace,
                size_t workspace_bytes);
@@ -65,31 +102,46 @@ class CudnnConv {
   void backwardFilter(cudnnHandle_t handle, const float* x, const float* dy, float* dw, int64_t n,
                       void* workspace, size_t workspace_bytes);
 
-  // "fwd IMPLICIT_PRECOMP_GEMM, bwd-data ALGO_1, bwd-filter ALGO_1" for batch n,
-  // for logs; a non-deterministic choice is marked, TF32 math too. Says so
-  // when nothing was chosen for n yet.
+  // "fwd IMPLICIT_PRECOMP_GEMM 0.114 ms, bwd-data ALGO_1 0.319 ms,
+  // bwd-filter WINOGRAD_NONFUSED 0.145 ms" for batch n, for logs and
+  // `dtrain bench step`: the measured median time, or "(cached)" or
+  // "(heuristic)" for a choice not timed by this process; a non-deterministic
+  // choice and TF32 math are marked. Says so when nothing was chosen for n
+  // yet, and "not chosen" for a pass not run yet.
   std::string algorithms(int64_t n) const;
-  // How many times algorithms were chosen (once per batch size seen).
+  // How many batch sizes have descriptors (each is set up once).
   int64_t searches() const { return searches_; }
+  // How many passes were timed on the GPU (not taken from the cache).
+  int64_t measurements() const { return measurements_; }
   // "conv 5x11x11 -> 7x11x11, kernel 3x3, stride 1x1, padding 1x1" (and
   // ", 4 groups" when grouped), for messages.
   const std::string& describe() const { return describe_; }
 
  private:
+  struct Choice;
   struct Plan;
-  Plan& planFor(cudnnHandle_t handle, int64_t n);
-  Plan& checkedPlan(cudnnHandle_t handle, int64_t n, size_t workspace_bytes, const char* pass);
+  Plan& planFor(int64_t n);
+  Choice& heuristicChoice(cudnnHandle_t handle, Plan& plan, int64_t n, ConvPass pass);
+  bool cachedChoice(cudnnHandle_t handle, Plan& plan, int64_t n, ConvPass pass, const std::string& key);
+  bool measuredChoice(cudnnHandle_t handle, Plan& plan, int64_t n, ConvPass pass,
+                      const ConvOperands& operands, const ScratchMemory& scratch);
+  // The workspace (algo, math) needs for the pass; false when cuDNN cannot run that pair.
+  bool workspaceOf(cudnnHandle_t handle, Plan& plan, ConvPass pass, int algo, cudnnMathType_t math,
+                   size_t& bytes);
+  const Choice& checkedChoice(cudnnHandle_t handle, int64_t n, ConvPass pass, size_t workspace_bytes);
+  std::string key(int64_t n, ConvPass pass) const;
   void check(cudnnStatus_t status, const char* what, int64_t n) const;
 
   ops::Window2d geom_;
   int64_t filters_;
-  bool allow_tf32_;
-  size_t workspace_limit_;
+  int64_t groups_;
+  ConvAlgoOptions options_;
   std::string describe_;
   CudnnFilterDescriptor filter_;
   CudnnConvolutionDescriptor conv_;
   std::map<int64_t, std::unique_ptr<Plan>> plans_;  // by batch size
   int64_t searches_ = 0;
+  int64_t measurements_ = 0;
 };
 
 }  // namespace dtrain

@@ -32,7 +32,7 @@ class Add : public Layer {
   std::string describe() const override { return relu_ ? "relu fused" : ""; }
   bool fuseActivation(const std::string& type) override;
 
- protected:               // the CUDA layer (core/backend/cuda/cuda_add.h) computes with these
+ protected:               // the CUDA layer (core/nn/cuda/cuda_add.h) computes with these
   int64_t elements_ = 0;  // per sample
   int64_t inputs_ = 0;
   bool relu_ = false;  // a following relu fused into this layer

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/errors.h"
+#include "core/nn/layers/batch_norm_moments.h"
 #include "core/nn/layers/layer_util.h"
 
 namespace dtrain {
@@ -124,29 +125,20 @@ void BatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, const
     // the batch mean once training has run a little. It is copied first: the
     // replica that updates it does so as soon as the reduction returns.
     moment_shift_.assign(rm, rm + c);
-    sums_.assign(static_cast<size_t>(1 + 3 * c), 0.0);
+    const int64_t size = batch_norm_moments::shiftedSumsSize(c);
+    sums_.assign(static_cast<size_t>(size), 0.0);
     double* count_shift = sums_.data() + 1;
     double* shifted = count_shift + c;
     double* squares = shifted + c;
     sums_[0] = static_cast<double>(n * plane_);
     for (int64_t k = 0; k < c; ++k) count_shift[k] = sums_[0] * moment_shift_[k];
     ops::channelShiftedMoments(x, n, c, plane_, moment_shift_.data(), shifted, squares);
-    if (ctx.stats_reducer) ctx.stats_reducer->allReduceSum(sums_.data(), 1 + 3 * c);
+    if (ctx.stats_reducer) ctx.stats_reducer->allReduceSum(sums_.data(), size);
     const double count = sums_[0];
     checkTrainingCount(count);
     variance_.resize(static_cast<size_t>(c));
-    bool far_shift = false;
-    for (int64_t k = 0; k < c; ++k) {
-      // Exact in double for equal shifts (count * K needs at most 53 bits).
-      if (std::isfinite(moment_shift_[k]) && count_shift[k] != count * moment_shift_[k])
-        throw Error(layer_util::label(*this) +
-                    ": the replicas' running means differ, so their batch statistics cannot be summed "
-                    "(an internal error; please report it)");
-      const double d = shifted[k] / count;
-      batch_mean_[k] = moment_shift_[k] + d;
-      variance_[k] = squares[k] / count - d * d;
-      far_shift = far_shift || !(d * d <= variance_[k]);  // NaN included
-    }
+    const bool far_shift = batch_norm_moments::fromShiftedSums(sums_.data(), moment_shift_.data(), c, *this,
+                                                               batch_mean_.data(), variance_.data());
     for (int64_t k = 0; k < c; ++k) mean_[k] = static_cast<float>(batch_mean_[k]);
     if (far_shift) {
       // sum (x - K)^2 - N d^2 cancels when K is far from the mean (early in

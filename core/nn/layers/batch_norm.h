@@ -72,7 +72,7 @@ class BatchNorm : public Layer {
   const BatchNormConfig& config() const { return config_; }
   ops::FusedActivation activation() const { return act_; }
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_batch_norm.h) computes with these
+ protected:  // the CUDA layer (core/nn/cuda/cuda_batch_norm.h) computes with these
   // Throws ShapeError unless a training pass has more than one value per
   // channel (the unbiased variance divides by count - 1).
   void checkTrainingCount(double count) const;

@@ -35,7 +35,7 @@ class Concat : public Layer {
   // As configured (possibly negative).
   int64_t axis() const { return axis_; }
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_concat.h) computes with these
+ protected:  // the CUDA layer (core/nn/cuda/cuda_concat.h) computes with these
   int64_t axis_;
   int64_t outer_ = 0;             // rows per sample: the product of the extents before the axis
   int64_t row_ = 0;               // floats per output row: the sum of parts_

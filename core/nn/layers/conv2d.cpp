@@ -217,4 +217,22 @@ std::string Conv2d::describe() const {
   return s;
 }
 
+std::string Conv2d::algorithmName(int64_t) const {
+  switch (algo_) {
+    case ConvAlgo::Im2col:
+      return "im2col";
+    case ConvAlgo::Winograd2x2:
+      return "winograd2x2";
+    case ConvAlgo::Winograd4x4:
+      return "winograd4x4";
+    case ConvAlgo::Depthwise:
+      return "depthwise";
+    case ConvAlgo::Pointwise:
+      return "pointwise";
+    case ConvAlgo::Auto:
+      break;
+  }
+  return "";
+}
+
 }  // namespace dtrain

@@ -72,6 +72,8 @@ class Conv2d : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   int64_t forwardFlops() const override;
   std::string describe() const override;
+  // The CPU algorithm setup() chose: "im2col", "winograd2x2", "winograd4x4", "depthwise", "pointwise".
+  std::string algorithmName(int64_t batch) const override;
   bool fuseActivation(const std::string& type) override;
 
   // The algorithm setup() chose (never Auto).
@@ -97,7 +99,7 @@ class Conv2d : public Layer {
   void forwardDepthwise(const float* x, int64_t n, float* y);
   void backwardDepthwise(const float* x, const float* y, const float* dy, int64_t n, float* dx);
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_conv2d.h) computes with these
+ protected:  // the CUDA layer (core/nn/cuda/cuda_conv2d.h) computes with these
   Conv2dConfig config_;
   ops::Window2d geom_;
   ConvAlgo algo_ = ConvAlgo::Im2col;

@@ -36,7 +36,7 @@ class Dense : public Layer {
   bool fuseActivation(const std::string& type) override;
   const DenseConfig& config() const { return config_; }
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_dense.h) computes with these
+ protected:  // the CUDA layer (core/nn/cuda/cuda_dense.h) computes with these
   DenseConfig config_;
   int64_t in_ = 0;
   bool relu_ = false;  // a following relu fused into this layer

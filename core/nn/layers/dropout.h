@@ -31,7 +31,7 @@ class Dropout : public Layer {
  protected:
   // The masked pass over `rows` samples of elements_ values (training, rate >
   // 0); forward/backward handle the identity cases and the key. The CUDA layer
-  // (core/backend/cuda/cuda_dropout.h) overrides these two only.
+  // (core/nn/cuda/cuda_dropout.h) overrides these two only.
   virtual void maskForward(const float* x, float* y, int64_t rows, const ops::DropoutKey& key);
   virtual void maskBackward(const float* dy, float* dx, int64_t rows, const ops::DropoutKey& key);
 

@@ -26,7 +26,7 @@ class GlobalAvgPool : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   int64_t forwardFlops() const override { return channels_ * plane_; }
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_global_avg_pool.h) computes with these
+ protected:  // the CUDA layer (core/nn/cuda/cuda_global_avg_pool.h) computes with these
   int64_t channels_ = 0, height_ = 0, width_ = 0, plane_ = 0;
 };
 

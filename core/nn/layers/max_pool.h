@@ -27,7 +27,7 @@ class MaxPool : public Layer {
   std::string describe() const override { return describePool(config_); }
   const PoolConfig& config() const { return config_; }
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_pool.h) computes with these
+ protected:  // the CUDA layer (core/nn/cuda/cuda_pool.h) computes with these
   PoolConfig config_;
   ops::Window2d geom_;
 

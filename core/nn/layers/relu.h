@@ -21,7 +21,7 @@ class Relu : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   int64_t forwardFlops() const override { return elements_; }
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_relu.h) computes with it
+ protected:  // the CUDA layer (core/nn/cuda/cuda_relu.h) computes with it
   int64_t elements_ = 0;
 };
 

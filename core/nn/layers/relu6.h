@@ -26,7 +26,7 @@ class Relu6 : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   int64_t forwardFlops() const override { return 2 * elements_; }
 
- protected:  // the CUDA layer (core/backend/cuda/cuda_relu6.h) computes with it
+ protected:  // the CUDA layer (core/nn/cuda/cuda_relu6.h) computes with it
   int64_t elements_ = 0;
 };
 

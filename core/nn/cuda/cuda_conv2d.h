@@ -1,0 +1,41 @@
+// conv2d and depthwise_conv2d on a GPU: the CPU layer's configuration,
+// shapes and parameters (core/nn/layers/conv2d.h), convolved by cuDNN (groups
+// through its group count; each pass's algorithm timed on the layer's own
+// buffers the first time a batch size is seen, or taken from the run's
+// record of earlier choices, within [job] gpu_workspace_mb; see
+// core/backend/cuda/cudnn_conv.h), bias and a fused relu by the backend's
+// kernels, all on the device's compute stream.
+#pragma once
+#include <memory>
+
+#include "core/backend/cuda/cuda_context.h"
+#include "core/nn/gpu_layer_options.h"
+#include "core/nn/layers/conv2d.h"
+#include "core/nn/layers/depthwise_conv2d.h"  // cuda_layers makes both types with this class
+#include "core/nn/layers/scratch.h"
+
+namespace dtrain {
+
+class CudnnConv;
+
+class CudaConv2d : public Conv2d {
+ public:
+  CudaConv2d(const Conv2d& cpu, CudaContext& ctx, const GpuLayerOptions& options = {});
+  ~CudaConv2d() override;
+
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  // cuDNN's algorithm for each pass at this batch size, with its time.
+  std::string algorithmName(int64_t batch) const override;
+
+ private:
+  CudnnConv& conv();
+
+  CudaContext& ctx_;
+  GpuLayerOptions options_;
+  std::unique_ptr<CudnnConv> conv_;  // made on first use, once setup() has fixed the geometry
+  Scratch masked_;                   // dout masked by the fused relu
+};
+
+}  // namespace dtrain

@@ -1,0 +1,35 @@
+// dense on a GPU: the CPU layer's configuration, shapes and parameters
+// (core/nn/layers/dense.h), its three matrix products computed by cuBLASLt
+// with algorithms timed once per shape (core/backend/cuda/cublaslt_gemm.h),
+// bias and a fused relu by the backend's kernels, on the device's compute
+// stream.
+#pragma once
+#include "core/backend/cuda/cublaslt_gemm.h"
+#include "core/backend/cuda/cuda_context.h"
+#include "core/nn/gpu_layer_options.h"
+#include "core/nn/layers/dense.h"
+#include "core/nn/layers/scratch.h"
+
+namespace dtrain {
+
+class CudaDense : public Dense {
+ public:
+  CudaDense(const Dense& cpu, CudaContext& ctx, const GpuLayerOptions& options = {});
+
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  // cuBLASLt's algorithm for each product chosen so far, with its time.
+  std::string algorithmName(int64_t) const override { return gemm_.algorithms(); }
+
+ private:
+  // c = alpha op(a) op(b) + beta c, row-major, as cublasGemm.
+  void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+  CudaContext& ctx_;
+  TunedGemm gemm_;
+  Scratch masked_;  // dout masked by the fused relu
+};
+
+}  // namespace dtrain

@@ -1,0 +1,16 @@
+#include "core/nn/cuda/cuda_relu.h"
+
+#include "core/backend/cuda/elementwise_kernels.h"
+
+namespace dtrain {
+
+void CudaRelu::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
+  cuda::reluForward(in[0]->data(), out.data(), in[0]->numel(), ctx_.stream());
+}
+
+void CudaRelu::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                        const std::vector<Tensor*>& din, const LayerContext& ctx) {
+  if (din[0]) cuda::reluBackward(out.data(), dout.data(), din[0]->data(), dout.numel(), ctx_.stream());
+}
+
+}  // namespace dtrain
