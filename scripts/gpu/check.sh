@@ -215,9 +215,10 @@ build_all() {
   echo "build: $(grep -c 'warning:' "$results/build.log" || true) compiler warnings (build.log)"
   # Every library must resolve here: a carried one built for a newer glibc, or one
   # neither carried nor on this machine, shows as "not found" / "version ... not found".
-  ldd "$build/dtrain" >"$results/ldd-dtrain.txt" 2>&1 || true
+  # The CUDA libraries are the module's (libdtrain_cuda.so, loaded when a job asks for a GPU).
+  ldd "$build/dtrain" "$build/libdtrain_cuda.so" >"$results/ldd-dtrain.txt" 2>&1 || true
   if grep -E 'not found' "$results/ldd-dtrain.txt" >&2; then
-    die "dtrain cannot load the libraries above; carry them in scripts/gpu/fetch-debian-libs.sh"
+    die "dtrain or its CUDA module cannot load the libraries above; carry them in scripts/gpu/fetch-debian-libs.sh"
   fi
   echo "{\"ok\": true, \"seconds\": $(($(date +%s) - phase_t0)), \"jobs\": $jobs}" >"$results/build.json"
 }

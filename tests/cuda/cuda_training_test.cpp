@@ -26,23 +26,13 @@
 #include "core/nn/layer_registry.h"
 #include "core/optim/optimizer.h"
 #include "core/train/replica_set.h"
+#include "tests/common/random_batch.h"
 #include "tests/cuda/device_compare.h"
 
 using namespace dtrain;
 using namespace dtrain::testing;
 
 namespace {
-
-Batch randomBatch(int64_t n, std::mt19937& rng) {
-  Batch b;
-  b.images = Tensor::pinned(Shape{n, 1, 28, 28});
-  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-  for (int64_t i = 0; i < b.images.numel(); ++i) b.images.data()[i] = pixel(rng);
-  std::uniform_int_distribution<int32_t> label(0, 9);
-  for (int64_t i = 0; i < n; ++i) b.labels.push_back(label(rng));
-  b.size = b.global_size = n;
-  return b;
-}
 
 // Three steps of `preset` with `optimizer` on both devices, each from the
 // GPU's weights; compares each step's gradients, figures and updated weights.
@@ -72,7 +62,7 @@ void trainBoth(const std::string& preset, const std::string& optimizer, double d
   for (int step = 1; step <= 3; ++step) {
     CAPTURE(step);
     cpu.store().params().copyFrom(gpu.store().params());
-    Batch batch = randomBatch(step == 3 ? 37 : 64, rng);  // a short last batch too
+    Batch batch = randomImageBatch(step == 3 ? 37 : 64, rng, /*pinned=*/true);  // a short last batch too
     const float scale = 1.0f / static_cast<float>(batch.size);
     BatchFigures want = cpu.trainStep(batch, 1000 + step, scale);
     gpu.trainStep(batch, 1000 + step, scale);
@@ -92,7 +82,7 @@ void trainBoth(const std::string& preset, const std::string& optimizer, double d
     CHECK(got.loss_sum == doctest::Approx(want.loss_sum).epsilon(1e-5));
     CHECK(got.correct == want.correct);
   }
-  Batch eval = randomBatch(150, rng);  // larger than the capacity: evaluated in pieces
+  Batch eval = randomImageBatch(150, rng, /*pinned=*/true);  // larger than the capacity: evaluated in pieces
   BatchFigures want = cpu.evaluate(eval), got = gpu.evaluate(eval);
   CHECK(got.samples == 150);
   CHECK(got.loss_sum == doctest::Approx(want.loss_sum).epsilon(1e-4));

@@ -17,6 +17,7 @@
 #include "core/nn/layer_registry.h"
 #include "core/optim/optimizer.h"
 #include "core/train/replica_set.h"
+#include "tests/common/random_batch.h"
 
 namespace dtrain::testing {
 
@@ -35,16 +36,6 @@ inline OptimizerSection cnnOptimizer(const std::string& type) {
   return opt;
 }
 
-inline Batch cnnBatch(int64_t n, std::mt19937& rng) {
-  Batch b;
-  b.images = Tensor::empty(Shape{n, 1, 28, 28});
-  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-  for (int64_t i = 0; i < b.images.numel(); ++i) b.images.data()[i] = pixel(rng);
-  std::uniform_int_distribution<int32_t> label(0, 9);
-  for (int64_t i = 0; i < n; ++i) b.labels.push_back(label(rng));
-  b.size = b.global_size = n;
-  return b;
-}
 
 // Called after each step's update with the run so far and the weights (n).
 using AfterUpdate = std::function<void(int step, const CnnRun& run, float* params, int64_t n)>;
@@ -62,7 +53,7 @@ inline CnnRun trainCnn(int threads, const OptimizerSection& opt, const AfterUpda
   run.initial.assign(params, params + n);
   std::mt19937 rng(11);
   for (int step = 1; step <= 3; ++step) {
-    Batch batch = cnnBatch(step == 3 ? 37 : 64, rng);
+    Batch batch = randomImageBatch(step == 3 ? 37 : 64, rng);
     replicas.trainStep(batch, 1000 + step, 1.0f / static_cast<float>(batch.size));
     replicas.sumGradients(0, n);
     const float* g = replicas.grads().data();
