@@ -19,10 +19,9 @@ class WallSpanClock final : public SpanClock {
     totals_[static_cast<size_t>(slot)] +=
         std::chrono::duration<double>(Clock::now() - started_[static_cast<size_t>(slot)]).count();
   }
-  void discard() override { totals_.assign(totals_.size(), 0.0); }
   std::vector<double> read() override {
     std::vector<double> out = totals_;
-    discard();
+    totals_.assign(totals_.size(), 0.0);
     return out;
   }
 

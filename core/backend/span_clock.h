@@ -21,10 +21,8 @@ class SpanClock {
   // a slot must not nest.
   virtual void begin(int slot) = 0;
   virtual void end(int slot) = 0;
-  // Forgets the spans marked so far (the warm-up steps).
-  virtual void discard() = 0;
   // Waits for the device and returns the seconds of the spans marked since
-  // the last discard or read, summed per slot (index = slot).
+  // the last read, summed per slot (index = slot), and forgets them.
   virtual std::vector<double> read() = 0;
 };
 

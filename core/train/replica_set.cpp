@@ -64,6 +64,12 @@ void ReplicaSet::syncBatchStatsAcrossRanks(BatchStatsReducer::RankSum rank_sum) 
   }
 }
 
+namespace {
+
+BatchFigures figuresOf(const LossSums& sums) { return BatchFigures{sums.loss_sum, sums.correct, sums.samples}; }
+
+}  // namespace
+
 BatchFigures ReplicaSet::runOnDevice(const Batch& batch, bool training, uint64_t seed, float grad_scale,
                                      BackwardListener* listener) {
   Replica& r = replicas_[0];
@@ -111,8 +117,7 @@ BatchFigures ReplicaSet::runOnDevice(const Batch& batch, bool training, uint64_t
   if (training && listener && n == 0)  // nothing to compute: its gradients stay zero
     for (int i = static_cast<int>(r.model->nodes().size()) - 1; i >= 0; --i) listener->layerDone(i);
   if (training) return BatchFigures{};
-  const LossSums sums = loss_->read();  // evaluation waits for its figures
-  return BatchFigures{sums.loss_sum, sums.correct, sums.samples};
+  return figuresOf(loss_->read());  // evaluation waits for its figures
 }
 
 void ReplicaSet::snapshotDeviceFigures() {
@@ -122,8 +127,7 @@ void ReplicaSet::snapshotDeviceFigures() {
 
 BatchFigures ReplicaSet::takeDeviceFigures() {
   if (!loss_) throw Error("takeDeviceFigures is for GPU replica sets");
-  const LossSums sums = loss_->takeSnapshot();
-  return BatchFigures{sums.loss_sum, sums.correct, sums.samples};
+  return figuresOf(loss_->takeSnapshot());
 }
 
 BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,

@@ -14,7 +14,6 @@ double now() {
 
 void StepProfile::attach(const Model& model, Device device, const std::string& device_name) {
   model_ = &model;
-  device_ = device;
   device_name_ = device_name;
   nodes_ = static_cast<int>(model.nodes().size());
   clock_ = SpanClock::make(device);
@@ -27,20 +26,16 @@ void StepProfile::addWait(HostWait w, double seconds) {
 void StepProfile::stepDone(int64_t samples) {
   ++steps_seen_;
   if (steps_seen_ <= warmup_) {
-    if (steps_seen_ == warmup_) {
-      clock_->read();  // the warm-up's queued work drains here, outside the counted time
-      started_ = now();
-    }
+    if (steps_seen_ == warmup_) clock_->read();  // the warm-up's queued work drains here, uncounted
     return;
   }
-  if (counted_ == 0 && warmup_ == 0) started_ = first_begin_;
   ++counted_;
   samples_ += samples;
   if (samples > batch_) batch_ = samples;
 }
 
 void StepProfile::stepBegins() {
-  if (steps_seen_ == 0 && first_begin_ == 0) first_begin_ = now();
+  if (steps_seen_ == warmup_ && counted_ == 0) started_ = now();
 }
 
 StepReport StepProfile::finish() {

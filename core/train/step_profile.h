@@ -48,17 +48,16 @@ class StepProfile final : public LayerTimer {
 
   // Called by the trainer once the model exists.
   void attach(const Model& model, Device device, const std::string& device_name);
-  bool attached() const { return clock_ != nullptr; }
 
   void begin(int node, bool backward) override { clock_->begin(layerSlot(node, backward)); }
   void end(int node, bool backward) override { clock_->end(layerSlot(node, backward)); }
   void beginPhase(DevicePhase p) { clock_->begin(phaseSlot(p)); }
   void endPhase(DevicePhase p) { clock_->end(phaseSlot(p)); }
   void addWait(HostWait w, double seconds);
-  // Before each step's batch is asked for (the clock's origin without warm-up).
+  // Before each step's batch is asked for: the first counted step starts the clock.
   void stepBegins();
   // After each step's update is queued: counts it (or, at the end of the
-  // warm-up, forgets everything so far and starts the clock).
+  // warm-up, waits for the device and forgets the spans so far).
   void stepDone(int64_t samples);
   // Waits for the device and sums up the counted steps.
   StepReport finish();
@@ -69,14 +68,12 @@ class StepProfile final : public LayerTimer {
 
   int64_t warmup_;
   const Model* model_ = nullptr;
-  Device device_;
   std::string device_name_;
   int nodes_ = 0;
   std::unique_ptr<SpanClock> clock_;
   int64_t steps_seen_ = 0, counted_ = 0, samples_ = 0, batch_ = 0;
   double waits_[static_cast<int>(HostWait::kCount)] = {};
-  double started_ = 0;      // steady-clock seconds when counting began
-  double first_begin_ = 0;  // when the first step began
+  double started_ = 0;  // steady-clock seconds when the first counted step began
 };
 
 }  // namespace dtrain

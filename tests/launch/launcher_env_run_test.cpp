@@ -131,7 +131,6 @@ void checkOneCoordinator(const std::vector<Finished>& ranks) {
 
 bool closeTo(double a, double b) { return std::fabs(a - b) <= 1e-5 * std::fabs(b); }
 
-int lineCount(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -6,12 +6,6 @@
 
 using namespace dtrain::testing;
 
-namespace {
-
-int lineCount(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
-
-}  // namespace
-
 TEST_CASE("a config error is one line with file:line:col and exit code 2") {
   TempDir tmp("cli");
   writeFile(tmp / "bad.toml", "[model]\npreset = \"mlp\"\n[optimizer]\nlr = -0.1\n");

@@ -21,12 +21,6 @@ RunResult runWithModule(const std::string& module, const std::vector<std::string
   return runDtrain(args, "DTRAIN_CUDA_MODULE='" + module + "'");
 }
 
-int lineCount(const std::string& s) {
-  int lines = 0;
-  for (char c : s) lines += c == '\n';
-  return lines;
-}
-
 }  // namespace
 
 TEST_CASE("a GPU job on a host lacking one of the CUDA module's libraries fails in one line naming it") {

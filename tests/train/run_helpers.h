@@ -34,6 +34,9 @@ inline std::string readFile(const std::string& path) {
   return s.str();
 }
 
+// Lines in `s` (its newline characters): an error report is exactly one.
+inline int lineCount(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
 struct RunResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together

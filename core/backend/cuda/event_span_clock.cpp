@@ -50,12 +50,6 @@ void EventSpanClock::releaseAll() {
   open_.assign(open_.size(), -1);
 }
 
-void EventSpanClock::discard() {
-  // Recording an event again before the stream reached its earlier record
-  // simply moves it; nothing waits.
-  releaseAll();
-}
-
 std::vector<double> EventSpanClock::read() {
   std::vector<double> totals(open_.size(), 0.0);
   if (!spans_.empty()) {

@@ -19,7 +19,6 @@ class EventSpanClock final : public SpanClock {
 
   void begin(int slot) override;
   void end(int slot) override;
-  void discard() override;
   std::vector<double> read() override;
 
  private:
@@ -32,9 +31,9 @@ class EventSpanClock final : public SpanClock {
   void releaseAll();
 
   CudaContext& ctx_;
-  std::vector<Span> spans_;       // marked since the last read or discard, in order
+  std::vector<Span> spans_;       // marked since the last read, in order
   std::vector<int> open_;         // per slot: index in spans_ of its open span, or -1
-  std::vector<cudaEvent_t> free_;  // events to reuse (recorded ones are reused only once read or discarded)
+  std::vector<cudaEvent_t> free_;  // events to reuse (recorded ones only once read)
 };
 
 }  // namespace dtrain
