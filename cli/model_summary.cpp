@@ -48,10 +48,10 @@ std::string modelSummary(const Model& model) {
     int64_t params = 0;
     for (const auto& p : node.layer->paramSpecs()) params += p.shape.numel();
     total_params += params;
-    // A fused activation's element ops are counted by the layer that applies it.
+    // A fused activation's or add's element ops are counted by the layer that applies it.
     const int alias = model.aliasOf(i);
     const std::string type = node.layer->type();
-    const bool fused = alias >= 0 && (type == "relu" || type == "relu6");
+    const bool fused = alias >= 0 && (type == "relu" || type == "relu6" || type == "add");
     std::string config = fused ? "fused into " + model.nodes()[alias].layer->name() : node.layer->describe();
     // Layers reading several results say which (residual adds, concatenations).
     if (node.inputs.size() > 1) {

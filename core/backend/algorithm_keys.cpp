@@ -38,6 +38,13 @@ std::string algorithmKey(const GemmAlgorithmKey& k) {
          std::to_string(k.align_b) + "/" + std::to_string(k.align_c) + (k.tf32 ? " tf32" : " fp32");
 }
 
+std::string algorithmKey(const BatchNormAlgorithmKey& k) {
+  return "batchnorm n" + std::to_string(k.batch) + " c" + std::to_string(k.channels) + " p" +
+         std::to_string(k.plane) + " " + k.activation + (k.residual ? " residual" : " plain");
+}
+
+const char* batchNormPathName(BatchNormPath path) { return path == BatchNormPath::Cudnn ? "cudnn" : "own"; }
+
 int64_t pointerAlignment(const void* address) {
   const auto bits = reinterpret_cast<uintptr_t>(address);
   int64_t align = 1;

@@ -46,6 +46,28 @@ struct GemmAlgorithmKey {
 // "gemm nt m3136 n128 k1024 ld128/3136/3136 accumulate align256/256/64 fp32".
 std::string algorithmKey(const GemmAlgorithmKey& key);
 
+// One batch_norm training step on a batch [batch, channels, plane] (plane =
+// H*W, 1 for [C] samples): forward and backward together, since a path
+// (core/nn/cuda/cuda_batch_norm.h) computes both. With its fused activation
+// ("none", "relu", "relu6") and whether it adds a residual (a fused add),
+// each an element pass of its own on one path and free on the other.
+// Determinism is no field: both paths are deterministic (cuDNN's
+// reproducibility list names no batch-normalisation routine).
+struct BatchNormAlgorithmKey {
+  int64_t batch = 0, channels = 0, plane = 1;
+  std::string activation = "none";
+  bool residual = false;
+};
+
+// "batchnorm n128 c16 p1024 relu residual" ("plain" without the residual).
+std::string algorithmKey(const BatchNormAlgorithmKey& key);
+
+// The two ways a batch_norm training step is computed on a GPU, as an
+// AlgorithmChoice's algo.
+enum class BatchNormPath { Cudnn = 0, Own = 1 };
+// "cudnn", "own".
+const char* batchNormPathName(BatchNormPath path);
+
 // The largest power of two dividing `address`, at most 256: the alignment a
 // library may assume for a buffer starting there.
 int64_t pointerAlignment(const void* address);

@@ -29,9 +29,14 @@ void channelShiftedMoments(const float* x, int64_t n, int64_t channels, int64_t 
 // sums[c] += sum of (x - mean[c])^2 over channel c.
 void channelSquaredDeviations(const float* x, int64_t n, int64_t channels, int64_t plane, const float* mean,
                               double* sums);
-// y = act((x - mean[c]) * scale[c] + shift[c]).
+// y = act((x - mean[c]) * scale[c] + shift[c] + residual), the normalised
+// value rounded to float before the residual (the other input of a fused add;
+// may be null: none) is added, as an unfused add would see it.
 void batchNormApply(const float* x, float* y, int64_t n, int64_t channels, int64_t plane, const float* mean,
-                    const float* scale, const float* shift, FusedActivation act);
+                    const float* scale, const float* shift, const float* residual, FusedActivation act);
+// g = dy where act passes a gradient at y (as below), over `count` elements:
+// the gradient of a fused add's other input.
+void fusedActivationGrad(const float* y, const float* dy, float* g, int64_t count, FusedActivation act);
 // With g = dy where act passes a gradient at y (everywhere for None, y > 0 for
 // Relu, 0 < y < 6 for Relu6; y may be null for None):
 // sum_g[c] += sum of g, sum_g_dev[c] += sum of g * (x - mean[c]), over channel c.

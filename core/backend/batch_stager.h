@@ -23,6 +23,7 @@ class BatchStager {
   struct Staged {
     float* images;    // device memory, valid until the call after next to stage()
     int32_t* labels;  // device memory, likewise
+    int buffer;       // which of the stager's buffers: the same two pointers each time
   };
 
   virtual ~BatchStager() = default;

@@ -1,6 +1,7 @@
 #include "core/backend/caching_allocator.h"
 
 #include <cstdio>
+#include <iterator>
 #include <utility>
 
 #include "core/errors.h"
@@ -33,6 +34,9 @@ CachingAllocator::CachingAllocator(RawAllocator raw) : raw_(std::move(raw)) {
 CachingAllocator::~CachingAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
   emptyCacheLocked();
+  for (auto& [id, lists] : pools_)
+    for (auto& [size, blocks] : lists)
+      for (void* block : blocks) raw_.free(block);
   // Blocks still handed out belong to objects destroyed after this one; the
   // device memory goes back all the same.
   for (auto& [block, size] : live_) raw_.free(block);
@@ -48,10 +52,10 @@ void* CachingAllocator::allocate(size_t bytes) {
   const size_t size = roundedSize(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   void* block = nullptr;
-  auto cached = free_.find(size);
-  if (cached != free_.end() && !cached->second.empty()) {
-    block = cached->second.back();
-    cached->second.pop_back();
+  if (recording_ >= 0 && (block = take(pools_[recording_], size))) {
+    stats_.pooled_bytes -= static_cast<int64_t>(size);
+    ++stats_.reuses;
+  } else if ((block = take(free_, size))) {
     stats_.cached_bytes -= static_cast<int64_t>(size);
     ++stats_.reuses;
   } else {
@@ -68,6 +72,7 @@ void* CachingAllocator::allocate(size_t bytes) {
     ++stats_.raw_allocations;
   }
   live_.emplace(block, size);
+  if (recording_ >= 0) pool_of_[block] = recording_;
   stats_.in_use_bytes += static_cast<int64_t>(size);
   if (stats_.in_use_bytes > stats_.peak_in_use_bytes) stats_.peak_in_use_bytes = stats_.in_use_bytes;
   return block;
@@ -81,9 +86,60 @@ void CachingAllocator::release(void* block) {
     throw DeviceError(raw_.device + ": caching allocator: release of a block it did not hand out");
   const size_t size = it->second;
   live_.erase(it);
-  free_[size].push_back(block);
   stats_.in_use_bytes -= static_cast<int64_t>(size);
+  // Released while a pool records, the recorded work may still use it (it
+  // was used before the release in the recording's order): the pool keeps it.
+  if (recording_ >= 0) pool_of_[block] = recording_;
+  auto pooled = pool_of_.find(block);
+  if (pooled != pool_of_.end()) {
+    pools_[pooled->second][size].push_back(block);
+    stats_.pooled_bytes += static_cast<int64_t>(size);
+    return;
+  }
+  free_[size].push_back(block);
   stats_.cached_bytes += static_cast<int64_t>(size);
+}
+
+void* CachingAllocator::take(FreeLists& lists, size_t size) {
+  auto found = lists.find(size);
+  if (found == lists.end() || found->second.empty()) return nullptr;
+  void* block = found->second.back();
+  found->second.pop_back();
+  return block;
+}
+
+int CachingAllocator::beginRecording() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (recording_ >= 0) throw Error(raw_.device + ": caching allocator: a pool is recording already");
+  recording_ = next_pool_++;
+  pools_[recording_];
+  // Blocks handed out before may be used by the recorded work too (the
+  // parameters, a layer's workspace): whenever released, they stay reserved.
+  for (const auto& [block, size] : live_) pool_of_.emplace(block, recording_);
+  return recording_;
+}
+
+void CachingAllocator::endRecording() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  recording_ = -1;
+}
+
+void CachingAllocator::dropPool(int pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (recording_ == pool) recording_ = -1;
+  auto lists = pools_.find(pool);
+  if (lists == pools_.end()) return;
+  for (auto& [size, blocks] : lists->second) {
+    for (void* block : blocks) {
+      free_[size].push_back(block);
+      pool_of_.erase(block);
+      stats_.pooled_bytes -= static_cast<int64_t>(size);
+      stats_.cached_bytes += static_cast<int64_t>(size);
+    }
+  }
+  pools_.erase(lists);
+  for (auto it = pool_of_.begin(); it != pool_of_.end();)  // live blocks: to the cache when released
+    it = it->second == pool ? pool_of_.erase(it) : std::next(it);
 }
 
 void CachingAllocator::emptyCache() {

@@ -12,6 +12,14 @@
 // Blocks are reused in program order: a block used by work queued on a device
 // stream must be released only once that work cannot touch it any more (on
 // the stream the next user queues on, or after synchronising).
+//
+// Pools for recorded work (CUDA graphs, core/backend/step_graph.h): a replay
+// writes every buffer its recording used, long after the host code that
+// released them has moved on. So every block handed out when a pool starts
+// recording, or handed out or released while it records, belongs to it; a
+// released pool block is kept for that pool's own requests and handed to
+// nobody else until the pool is dropped (pools are dropped together: a block
+// stays with the first pool that took it).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +45,7 @@ struct CachingAllocatorStats {
   int64_t peak_in_use_bytes = 0;
   int64_t raw_allocations = 0;  // calls that reached the raw allocator
   int64_t reuses = 0;           // requests served from the cache
+  int64_t pooled_bytes = 0;     // released into a recording pool, kept for it
 };
 
 class CachingAllocator {
@@ -57,16 +66,32 @@ class CachingAllocator {
   void emptyCache();
   CachingAllocatorStats stats() const;
 
+  // Opens a pool that records every block handed out or released until
+  // endRecording(); one records at a time (throws Error otherwise).
+  int beginRecording();
+  void endRecording();
+  // The recording that used the pool is gone (and the device done with it):
+  // its free blocks return to the cache, its live ones will on release.
+  void dropPool(int pool);
+
   // The size a request is served with.
   static size_t roundedSize(size_t bytes);
 
  private:
   void emptyCacheLocked();
 
+  using FreeLists = std::map<size_t, std::vector<void*>>;  // rounded size -> blocks
+  // A block from `lists` of exactly `size`, or null.
+  static void* take(FreeLists& lists, size_t size);
+
   RawAllocator raw_;
   mutable std::mutex mutex_;
-  std::map<size_t, std::vector<void*>> free_;  // rounded size -> cached blocks
-  std::unordered_map<void*, size_t> live_;     // handed out -> rounded size
+  FreeLists free_;                          // the shared cache
+  std::unordered_map<void*, size_t> live_;  // handed out -> rounded size
+  std::map<int, FreeLists> pools_;          // recording pools' released blocks
+  std::unordered_map<void*, int> pool_of_;  // blocks that belong to a pool
+  int recording_ = -1;                      // the pool recording now, or -1
+  int next_pool_ = 0;
   CachingAllocatorStats stats_;
 };
 

@@ -14,6 +14,8 @@
 #include "core/backend/batch_stager.h"
 #include "core/backend/device_loss.h"
 #include "core/backend/span_clock.h"
+#include "core/backend/step_graph.h"
+#include "core/backend/step_scalars.h"
 
 namespace dtrain {
 
@@ -35,19 +37,29 @@ class CudaBackend {
   virtual void adamUpdate(int device, float* params, const float* grads, float* m, float* v, int64_t n,
                           double lr, double beta1, double beta2, double eps, double weight_decay,
                           bool decoupled, int64_t step) = 0;
+  virtual void sgdUpdateFromDevice(int device, float* params, const float* grads, float* momentum_buf,
+                                   int64_t n, bool momentum, bool nesterov, const StepScalars* scalars) = 0;
+  virtual void adamUpdateFromDevice(int device, float* params, const float* grads, float* m, float* v,
+                                    int64_t n, const StepScalars* scalars) = 0;
   virtual void setTf32(int device, bool allow) = 0;
   virtual void scale(int device, float* x, int64_t n, float s) = 0;
   virtual double sumOfSquares(int device, const float* x, int64_t n) = 0;
+  virtual void clipByNorm(int device, float* x, int64_t n, double max_norm) = 0;
 
   virtual std::unique_ptr<DeviceLoss> makeLoss(int device, int64_t classes) = 0;
   // Spans timed by events on the device's compute stream.
   virtual std::unique_ptr<SpanClock> spanClock(int device) = 0;
-  virtual std::unique_ptr<BatchStager> batchStager(int device, int64_t max_image_floats, int64_t max_labels) = 0;
+  virtual std::unique_ptr<BatchStager> batchStager(int device, int64_t max_image_floats,
+                                                   int64_t max_labels) = 0;
+  // core/backend/step_scalars.h and step_graph.h: starts recording the
+  // device's compute stream (throws DeviceError when it cannot).
+  virtual std::unique_ptr<StepScalarsBuffer> stepScalars(int device) = 0;
+  virtual std::unique_ptr<StepRecording> recordStep(int device) = 0;
 };
 
 // The module's entry points, by name; each is a C function so dlsym finds it
 // unmangled. `_v1` changes when a signature does, so a stale module is named
 // as such instead of being called wrongly.
-inline constexpr const char* kCudaBackendEntry = "dtrain_cuda_backend_v1";  // CudaBackend* ()
+inline constexpr const char* kCudaBackendEntry = "dtrain_cuda_backend_v2";  // CudaBackend* ()
 
 }  // namespace dtrain

@@ -44,6 +44,11 @@ class DeviceLoss {
   // Throws Error when none is pending, or when a label was outside [0, classes).
   virtual LossSums takeSnapshot() = 0;
   virtual int pendingSnapshots() const = 0;
+  // The host's count of samples queued since the last snapshot (the device
+  // sums the rest). A replayed CUDA graph queues a loss the host never saw,
+  // and a failed recording one that never ran: the caller sets it right.
+  virtual int64_t queuedSamples() const = 0;
+  virtual void setQueuedSamples(int64_t samples) = 0;
   // The sums of everything queued since the last snapshot, waiting for the
   // device (evaluation). Throws Error while training snapshots are pending.
   LossSums read();

@@ -16,12 +16,27 @@ void adamUpdate(Device device, float* params, const float* grads, float* m, floa
                                  decoupled, step);
 }
 
+void sgdUpdateFromDevice(Device device, float* params, const float* grads, float* momentum_buf, int64_t n,
+                         bool momentum, bool nesterov, const StepScalars* scalars) {
+  cudaBackend(device).sgdUpdateFromDevice(device.index, params, grads, momentum_buf, n, momentum, nesterov,
+                                          scalars);
+}
+
+void adamUpdateFromDevice(Device device, float* params, const float* grads, float* m, float* v, int64_t n,
+                          const StepScalars* scalars) {
+  cudaBackend(device).adamUpdateFromDevice(device.index, params, grads, m, v, n, scalars);
+}
+
 void setTf32(Device device, bool allow) { cudaBackend(device).setTf32(device.index, allow); }
 
 void scale(Device device, float* x, int64_t n, float s) { cudaBackend(device).scale(device.index, x, n, s); }
 
 double sumOfSquares(Device device, const float* x, int64_t n) {
   return cudaBackend(device).sumOfSquares(device.index, x, n);
+}
+
+void clipByNorm(Device device, float* x, int64_t n, double max_norm) {
+  cudaBackend(device).clipByNorm(device.index, x, n, max_norm);
 }
 
 }  // namespace dtrain::device_ops

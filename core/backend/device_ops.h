@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/backend/step_scalars.h"
 #include "core/tensor/tensor.h"
 
 namespace dtrain::device_ops {
@@ -15,6 +16,12 @@ void sgdUpdate(Device device, float* params, const float* grads, float* momentum
 // Adam / AdamW (see core/optim/adam.h).
 void adamUpdate(Device device, float* params, const float* grads, float* m, float* v, int64_t n, double lr,
                 double beta1, double beta2, double eps, double weight_decay, bool decoupled, int64_t step);
+// The two updates with their step scalars read from device memory
+// (StepScalars::optimizer, as Sgd / Adam::writeStepScalars wrote them).
+void sgdUpdateFromDevice(Device device, float* params, const float* grads, float* momentum_buf, int64_t n,
+                         bool momentum, bool nesterov, const StepScalars* scalars);
+void adamUpdateFromDevice(Device device, float* params, const float* grads, float* m, float* v, int64_t n,
+                          const StepScalars* scalars);
 // TF32 tensor-core math for the device's matrix products and convolutions
 // (precision = "tf32"); off by default.
 void setTf32(Device device, bool allow);
@@ -22,5 +29,8 @@ void setTf32(Device device, bool allow);
 void scale(Device device, float* x, int64_t n, float s);
 // The sum of x[i]^2 (waits for the device).
 double sumOfSquares(Device device, const float* x, int64_t n);
+// x *= the global-norm clipping factor for max_norm (core/optim/clip_rule.h),
+// the norm summed and the factor computed on the device: never waits.
+void clipByNorm(Device device, float* x, int64_t n, double max_norm);
 
 }  // namespace dtrain::device_ops

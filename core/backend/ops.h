@@ -10,6 +10,10 @@
 #pragma once
 #include <cstdint>
 
+namespace dtrain {
+struct StepScalars;
+}  // namespace dtrain
+
 namespace dtrain::ops {
 
 // ---------------------------------------------------------------- geometry --
@@ -168,6 +172,9 @@ struct DropoutKey {
   uint64_t seed = 0;
   int64_t layer = 0;
   int64_t first_sample = 0;
+  // GPU only: read seed and first_sample from here at run time instead
+  // (core/backend/step_scalars.h); null on the CPU.
+  const StepScalars* on_device = nullptr;
 };
 // y = keep ? x / (1 - rate) : 0 (inverted dropout), rows = samples of `cols`
 // elements. rate in [0, 1). y must not overlap x.

@@ -28,6 +28,10 @@ struct JobSection {
   // GPU: the most workspace one library call (a convolution pass, a matrix
   // product) may use; faster algorithms needing more are passed over.
   int gpu_workspace_mb = 1024;
+  // GPU, one process: each full-sized training step is recorded once as a
+  // CUDA graph and replayed (one launch per step instead of one per kernel),
+  // bitwise the same as running it call by call.
+  bool cuda_graphs = true;
 };
 
 // One entry of [[model.layers]]: name, type, inputs, and type-specific options.

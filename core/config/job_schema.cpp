@@ -24,6 +24,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(job, precision),
       DTRAIN_JOB_FIELD(job, deterministic),
       DTRAIN_JOB_FIELD(job, gpu_workspace_mb),
+      DTRAIN_JOB_FIELD(job, cuda_graphs),
 
       DTRAIN_JOB_FIELD(model, preset),
       DTRAIN_JOB_FIELD(model, hidden),

@@ -16,6 +16,7 @@ namespace dtrain {
 
 const char* const kResumeChangeable =
     "[strategy], [cluster], job.threads, job.device, job.precision, job.deterministic, job.gpu_workspace_mb, "
+    "job.cuda_graphs, "
     "train.steps, train.epochs and the eval, checkpoint and log cadence";
 
 namespace {
@@ -119,7 +120,7 @@ bool changeableOnResume(const std::string& section, const std::string& key) {
   if (section == "strategy" || section == "cluster") return true;
   if (section == "job")  // where and how the steps run, on which device and with which GPU algorithms
     return key == "threads" || key == "device" || key == "precision" || key == "deterministic" ||
-           key == "gpu_workspace_mb";
+           key == "gpu_workspace_mb" || key == "cuda_graphs";
   if (section == "data") return key == "loader_threads" || key == "prefetch";  // how, not what, is loaded
   if (section == "train") {
     const std::vector<std::string>& keys = changeableTrainKeys();

@@ -4,7 +4,7 @@
 // other values would be a different run. What may change is where and how the
 // run executes, and how long it goes on:
 //   [strategy] and [cluster] (any key), job.threads, job.device, job.precision,
-//   job.deterministic, job.gpu_workspace_mb,
+//   job.deterministic, job.gpu_workspace_mb, job.cuda_graphs,
 //   train.steps and train.epochs (a longer run; a cosine schedule then ends later),
 //   the cadence of evaluation, checkpoints and progress lines
 //   (train.eval_every_steps, eval_every_epoch, eval_batch_size,

@@ -16,6 +16,8 @@
 
 namespace dtrain {
 
+struct StepScalars;
+
 enum class InitKind { Zeros, Ones, HeNormal, GlorotUniform };
 
 // One trainable tensor of a layer, as the layer declares it after setup().
@@ -55,6 +57,10 @@ struct LayerContext {
   // depend on how the batch is split across threads or ranks.
   uint64_t seed = 0;
   int64_t sample_offset = 0;  // index of this slice's first sample in the global batch
+  // GPU training passes: seed and sample_offset as device memory reads them
+  // (core/backend/step_scalars.h), so a pass recorded as a CUDA graph
+  // replays with each step's own; null = the kernels take the two above.
+  const StepScalars* step_scalars = nullptr;
   int layer_index = 0;
   // Told after each layer's backward (multi-process runs start reducing the
   // gradients that are final while backward goes on); null = nobody listens.

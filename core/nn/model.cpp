@@ -6,6 +6,7 @@
 #include "core/config/suggest.h"
 #include "core/errors.h"
 #include "core/nn/layer_timer.h"
+#include "core/nn/residual_add_fusion.h"
 
 namespace dtrain {
 
@@ -19,7 +20,7 @@ std::string where(const SourcePos& pos) {
 }  // namespace
 
 Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, const LayerRegistry& registry,
-             const LayerDefaults& defaults)
+             const LayerDefaults& defaults, ModelFusions fusions)
     : input_shape_(input_shape) {
   if (specs.empty()) throw ConfigError("[model] has no layers");
   std::map<std::string, int> index_of;
@@ -120,7 +121,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
     }
     nodes_.push_back(std::move(node));
   }
-  findAliases();
+  findAliases(fusions);
   findTrainedPaths();
   // Every result but the output's must feed some layer: backward would
   // otherwise have no gradient to start such a branch from.
@@ -130,20 +131,48 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
                         "' is not used by any layer; remove it or name it in another layer's inputs");
 }
 
-void Model::findAliases() {
+void Model::findAliases(const ModelFusions& fusions) {
   // A relu (relu6) right after a layer that nobody else reads and that
-  // accepts it (conv2d, dense, batch_norm) is applied by that layer (one memory pass less each way), and a
-  // flatten is a reshape of its input: both share the producer's activation and gradient buffers.
+  // accepts it (conv2d, dense, batch_norm, add) is applied by that layer (one
+  // memory pass less each way), and a flatten is a reshape of its input: both
+  // share the producer's activation and gradient buffers. So does an add
+  // fused into the batch_norm before it; a relu or flatten after such an add
+  // goes to that batch_norm.
   alias_of_.assign(nodes_.size(), -1);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
-    if (node.inputs.size() != 1 || node.inputs[0] < 0 || i + 1 == nodes_.size()) continue;
-    int p = node.inputs[0];
-    if (consumers_[p] != 1 || alias_of_[p] >= 0) continue;
+    if (i + 1 == nodes_.size()) continue;
     const std::string type = node.layer->type();
+    if (type == "add") {
+      if (fusions.residual_adds) fuseResidualAdd(i);
+      continue;
+    }
+    if (node.inputs.size() != 1 || node.inputs[0] < 0) continue;
+    int p = node.inputs[0];
+    if (consumers_[p] != 1) continue;
+    if (alias_of_[p] >= 0) {
+      if (nodes_[p].layer->type() != "add") continue;
+      p = alias_of_[p];  // the fused add's sum is computed there
+    }
     if (type == "flatten" || ((type == "relu" || type == "relu6") && nodes_[p].layer->fuseActivation(type)))
       alias_of_[i] = p;
   }
+}
+
+bool Model::fuseResidualAdd(size_t i) {
+  const std::vector<int>& in = nodes_[i].inputs;
+  if (in.size() != 2) return false;
+  // The later input's producer computes the sum: the other input is ready
+  // by then (nodes are in topological order), and may be the network input.
+  const int producer = std::max(in[0], in[1]), other = std::min(in[0], in[1]);
+  if (producer < 0 || producer == other || consumers_[producer] != 1 || alias_of_[producer] >= 0)
+    return false;
+  auto* fusable = dynamic_cast<ResidualAddFusion*>(nodes_[producer].layer.get());
+  if (!fusable || !fusable->fuseResidualAdd()) return false;
+  // The add's read of `other` moves to the producer: consumers_ stays as it is.
+  nodes_[producer].inputs.push_back(other);
+  alias_of_[i] = producer;
+  return true;
 }
 
 void Model::findTrainedPaths() {

@@ -17,6 +17,14 @@
 
 namespace dtrain {
 
+// The fusions a Model may make, all on by default; tests turn one off to
+// compare a fused model with the same model unfused.
+struct ModelFusions {
+  // A batch_norm (any ResidualAddFusion) whose only reader is an add of two
+  // inputs computes the sum itself; the add becomes an alias of its output.
+  bool residual_adds = true;
+};
+
 class Model {
  public:
   struct Node {
@@ -30,7 +38,7 @@ class Model {
   // them topologically and runs setup(). Errors name the layer and its position:
   // unknown input, cycle, shape mismatch, unknown type or option.
   Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, const LayerRegistry& registry,
-        const LayerDefaults& defaults);
+        const LayerDefaults& defaults, ModelFusions fusions = {});
 
   // Adds every layer's parameters to `store` (for the replica that owns the store).
   void registerParams(ParamStore& store) const;
@@ -53,7 +61,9 @@ class Model {
 
   const std::vector<Node>& nodes() const { return nodes_; }
   // The node whose memory node i shares instead of computing anything (a relu
-  // or relu6 fused into the layer before it, a flatten of its input), or -1.
+  // or relu6 fused into the layer before it, a flatten of its input, an add
+  // fused into the batch_norm before it), or -1. A fused add's producer lists
+  // the add's other input as its own second input in nodes().
   int aliasOf(size_t i) const { return alias_of_[i]; }
   // Whether backward computes the gradient of node i's output: only when node i
   // or a node upstream of it has parameters.
@@ -64,7 +74,9 @@ class Model {
 
  private:
   std::vector<const Tensor*> inputsOf(const Node& node, const Tensor& input) const;
-  void findAliases();
+  void findAliases(const ModelFusions& fusions);
+  // Fuses add node i into the producer of its later input; returns whether it did.
+  bool fuseResidualAdd(size_t i);
   void findTrainedPaths();
 
   Shape input_shape_;

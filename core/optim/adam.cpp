@@ -1,5 +1,7 @@
 #include "core/optim/adam.h"
 
+#include <cstring>
+
 #include "core/backend/device_ops.h"
 #include "core/errors.h"
 #include "core/optim/update_rules.h"
@@ -36,6 +38,11 @@ void Adam::init(int64_t n, Device device) {
 void Adam::update(float* params, const float* grads, int64_t begin, int64_t end, const StepInfo& info) {
   checkUpdateRange(name(), begin, end, n_);
   if (info.step < 1) throw Error(name() + ": step must be >= 1, got " + std::to_string(info.step));
+  if (!device_.isCpu() && info.on_device) {
+    device_ops::adamUpdateFromDevice(device_, params + begin, grads + begin, m_.data() + begin,
+                                     v_.data() + begin, end - begin, info.on_device);
+    return;
+  }
   if (!device_.isCpu()) {
     device_ops::adamUpdate(device_, params + begin, grads + begin, m_.data() + begin, v_.data() + begin,
                            end - begin, info.lr, beta1_, beta2_, eps_, weight_decay_, decoupled_, info.step);
@@ -44,6 +51,14 @@ void Adam::update(float* params, const float* grads, int64_t begin, int64_t end,
   const update_rules::AdamScalars s =
       update_rules::adamScalars(info.lr, beta1_, beta2_, eps_, weight_decay_, decoupled_, info.step);
   adamLoop(params, grads, m_.data(), v_.data(), begin, end, s);
+}
+
+void Adam::writeStepScalars(const StepInfo& info, StepScalars& out) const {
+  if (info.step < 1) throw Error(name() + ": step must be >= 1, got " + std::to_string(info.step));
+  const update_rules::AdamScalars s =
+      update_rules::adamScalars(info.lr, beta1_, beta2_, eps_, weight_decay_, decoupled_, info.step);
+  static_assert(sizeof s <= sizeof out.optimizer, "StepScalars::optimizer holds AdamScalars");
+  std::memcpy(out.optimizer, &s, sizeof s);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Adam::stateBuffers() {

@@ -22,6 +22,7 @@ class Adam : public Optimizer {
   void init(int64_t n, Device device) override;
   // info.step must be >= 1 (it drives the bias corrections).
   void update(float* params, const float* grads, int64_t begin, int64_t end, const StepInfo& info) override;
+  void writeStepScalars(const StepInfo& info, StepScalars& out) const override;
   std::vector<std::pair<std::string, Tensor*>> stateBuffers() override;
 
  private:

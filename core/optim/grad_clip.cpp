@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/optim/clip_rule.h"
+
 namespace dtrain {
 
 double sumOfSquares(const float* g, int64_t begin, int64_t end) {
@@ -25,11 +27,7 @@ double sumOfSquares(const float* g, int64_t begin, int64_t end) {
 }
 
 float clipScale(double total_sum_of_squares, double max_norm) {
-  if (max_norm <= 0.0) return 1.0f;
-  const double norm = std::sqrt(total_sum_of_squares);
-  const double coef = max_norm / (norm + 1e-6);
-  // Not std::min: it would turn a NaN coefficient into 1 and hide the NaN.
-  return static_cast<float>(coef < 1.0 || std::isnan(coef) ? coef : 1.0);
+  return clip_rule::factor(total_sum_of_squares, max_norm);
 }
 
 void scale(float* g, int64_t begin, int64_t end, float s) {

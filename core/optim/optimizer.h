@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/backend/step_scalars.h"
 #include "core/config/job_config.h"
 #include "core/tensor/tensor.h"
 
@@ -31,6 +32,10 @@ namespace dtrain {
 struct StepInfo {
   double lr;     // learning rate for this update (already scheduled)
   int64_t step;  // 1-based count of updates, including this one (Adam bias correction)
+  // GPU: the kernel reads the update's scalars from here (device memory, as
+  // writeStepScalars wrote them) instead of taking lr and step by value, so
+  // an update recorded in a CUDA graph replays with each step's own.
+  const StepScalars* on_device = nullptr;
 };
 
 class Optimizer {
@@ -45,6 +50,9 @@ class Optimizer {
   // Throws Error when the range lies outside [0, n) of init().
   virtual void update(float* params, const float* grads, int64_t begin, int64_t end,
                       const StepInfo& info) = 0;
+  // This update's scalars (lr, step) in the form its GPU kernel reads from
+  // StepInfo::on_device: the same floats update() computes by value.
+  virtual void writeStepScalars(const StepInfo& info, StepScalars& out) const = 0;
   // State buffers by name ("momentum"; "adam_m", "adam_v"), each n floats in the
   // parameter layout, valid after init(); for checkpoints, which may overwrite
   // their contents. SGD without momentum has none.

@@ -1,5 +1,7 @@
 #include "core/optim/sgd.h"
 
+#include <cstring>
+
 #include "core/backend/device_ops.h"
 #include "core/errors.h"
 #include "core/optim/update_rules.h"
@@ -38,6 +40,12 @@ void Sgd::init(int64_t n, Device device) {
 
 void Sgd::update(float* params, const float* grads, int64_t begin, int64_t end, const StepInfo& info) {
   checkUpdateRange(name(), begin, end, n_);
+  if (!device_.isCpu() && info.on_device) {
+    device_ops::sgdUpdateFromDevice(device_, params + begin, grads + begin,
+                                    momentum_ != 0.0 ? momentum_buf_.data() + begin : nullptr, end - begin,
+                                    momentum_ != 0.0, nesterov_, info.on_device);
+    return;
+  }
   if (!device_.isCpu()) {
     device_ops::sgdUpdate(device_, params + begin, grads + begin,
                           momentum_ != 0.0 ? momentum_buf_.data() + begin : nullptr, end - begin, info.lr,
@@ -51,6 +59,12 @@ void Sgd::update(float* params, const float* grads, int64_t begin, int64_t end, 
     sgdMomentum<true>(params, grads, momentum_buf_.data(), begin, end, s);
   else
     sgdMomentum<false>(params, grads, momentum_buf_.data(), begin, end, s);
+}
+
+void Sgd::writeStepScalars(const StepInfo& info, StepScalars& out) const {
+  const update_rules::SgdScalars s = update_rules::sgdScalars(info.lr, momentum_, weight_decay_);
+  static_assert(sizeof s <= sizeof out.optimizer, "StepScalars::optimizer holds SgdScalars");
+  std::memcpy(out.optimizer, &s, sizeof s);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::stateBuffers() {

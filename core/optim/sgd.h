@@ -23,6 +23,7 @@ class Sgd : public Optimizer {
   using Optimizer::init;
   void init(int64_t n, Device device) override;
   void update(float* params, const float* grads, int64_t begin, int64_t end, const StepInfo& info) override;
+  void writeStepScalars(const StepInfo& info, StepScalars& out) const override;
   std::vector<std::pair<std::string, Tensor*>> stateBuffers() override;
 
  private:

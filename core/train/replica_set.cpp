@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "core/nn/device_layers.h"
 #include "core/backend/ops.h"
 #include "core/errors.h"
+#include "core/nn/device_layers.h"
 #include "models/model_builder.h"
 
 namespace dtrain {
@@ -66,57 +66,81 @@ void ReplicaSet::syncBatchStatsAcrossRanks(BatchStatsReducer::RankSum rank_sum) 
 
 namespace {
 
-BatchFigures figuresOf(const LossSums& sums) { return BatchFigures{sums.loss_sum, sums.correct, sums.samples}; }
+BatchFigures figuresOf(const LossSums& sums) {
+  return BatchFigures{sums.loss_sum, sums.correct, sums.samples};
+}
 
 }  // namespace
 
-BatchFigures ReplicaSet::runOnDevice(const Batch& batch, bool training, uint64_t seed, float grad_scale,
-                                     BackwardListener* listener) {
+BatchStager::Staged ReplicaSet::stageTrainingBatch(const Batch& batch) {
+  if (!stager_) throw Error("stageTrainingBatch is for GPU replica sets");
+  if (batch.size > capacity_)
+    throw Error("a training batch of " + std::to_string(batch.size) + " exceeds the replica's " +
+                std::to_string(capacity_) + " samples");
+  PhaseSpan span(profile_, DevicePhase::Copy);
+  const int64_t sample = device_input_.shape().withoutBatch().numel();
+  return stager_->stage(batch.images.data(), batch.size * sample, batch.labels.data(), batch.size);
+}
+
+void ReplicaSet::queueTrainingPass(const Batch& batch, const BatchStager::Staged& staged, uint64_t seed,
+                                   float grad_scale, BackwardListener* listener,
+                                   const StepScalars* step_scalars) {
   Replica& r = replicas_[0];
   const int64_t n = batch.size;
-  // Training batches fit the replica (capacity = the training batch) and go
-  // through the stager's copy stream; evaluation walks larger batches in pieces.
-  for (int64_t start = 0; start < n; start += capacity_) {
-    const int64_t len = std::min(capacity_, n - start);
-    StepProfile* profile = training ? profile_ : nullptr;
-    if (profile) profile->beginPhase(DevicePhase::Copy);
-    Tensor input;
-    const int32_t* device_labels = nullptr;
-    if (training) {
-      const Shape sample = device_input_.shape().withoutBatch();
-      const BatchStager::Staged staged = stager_->stage(batch.images.data() + start * sample.numel(),
-                                                        len * sample.numel(), batch.labels.data() + start, len);
-      input = Tensor::view(staged.images, sample.withBatch(len), device_);
-      device_labels = staged.labels;
-    } else {
-      // From the loader's pinned buffer: queued, so the host goes on at once.
-      input = device_input_.narrow(0, len);
-      input.copyFrom(batch.images.narrow(start, len));
-    }
-    if (profile) profile->endPhase(DevicePhase::Copy);
-    LayerContext ctx;
-    ctx.layer_timer = profile;
-    ctx.training = training;
-    ctx.seed = seed;
-    ctx.sample_offset = batch.global_offset + start;
-    ctx.backward_listener = start + len == n ? listener : nullptr;
-    ctx.stats_reducer = training ? rank_stats_.get() : nullptr;
-    const Tensor& logits = r.model->forward(input, ctx);
-    Tensor dlogits = r.dlogits.narrow(0, len);
-    if (profile) profile->beginPhase(DevicePhase::Loss);
-    if (training)
-      loss_->queueOnDevice(logits.data(), device_labels, len, grad_scale, dlogits.data(), label_smoothing_);
-    else
-      loss_->queue(logits.data(), batch.labels.data() + start, len, grad_scale, nullptr, 0.0f);
-    if (profile) profile->endPhase(DevicePhase::Loss);
-    if (training) {
-      r.model->backward(input, dlogits, ctx);
-      stager_->doneWith();
-    }
+  if (n == 0) {  // nothing to compute: its gradients stay zero
+    if (listener)
+      for (int i = static_cast<int>(r.model->nodes().size()) - 1; i >= 0; --i) listener->layerDone(i);
+    return;
   }
-  if (training && listener && n == 0)  // nothing to compute: its gradients stay zero
-    for (int i = static_cast<int>(r.model->nodes().size()) - 1; i >= 0; --i) listener->layerDone(i);
-  if (training) return BatchFigures{};
+  const Tensor input =
+      Tensor::view(staged.images, device_input_.shape().withoutBatch().withBatch(n), device_);
+  LayerContext ctx;
+  ctx.layer_timer = profile_;
+  ctx.training = true;
+  ctx.seed = seed;
+  ctx.sample_offset = batch.global_offset;
+  ctx.step_scalars = step_scalars;
+  ctx.backward_listener = listener;
+  ctx.stats_reducer = rank_stats_.get();
+  const Tensor& logits = r.model->forward(input, ctx);
+  Tensor dlogits = r.dlogits.narrow(0, n);
+  {
+    PhaseSpan span(profile_, DevicePhase::Loss);
+    loss_->queueOnDevice(logits.data(), staged.labels, n, grad_scale, dlogits.data(), label_smoothing_);
+  }
+  r.model->backward(input, dlogits, ctx);
+}
+
+void ReplicaSet::doneWithTrainingBatch() {
+  if (!stager_) throw Error("doneWithTrainingBatch is for GPU replica sets");
+  stager_->doneWith();
+}
+
+DeviceLoss& ReplicaSet::deviceLoss() {
+  if (!loss_) throw Error("deviceLoss is for GPU replica sets");
+  return *loss_;
+}
+
+BatchFigures ReplicaSet::runOnDevice(const Batch& batch, bool training, uint64_t seed, float grad_scale,
+                                     BackwardListener* listener) {
+  if (training) {
+    const BatchStager::Staged staged = stageTrainingBatch(batch);
+    queueTrainingPass(batch, staged, seed, grad_scale, listener, nullptr);
+    doneWithTrainingBatch();
+    return BatchFigures{};  // queued: read with takeDeviceFigures()
+  }
+  // Evaluation walks larger batches in pieces, from the loader's pinned buffer.
+  Replica& r = replicas_[0];
+  for (int64_t start = 0; start < batch.size; start += capacity_) {
+    const int64_t len = std::min(capacity_, batch.size - start);
+    Tensor input = device_input_.narrow(0, len);
+    input.copyFrom(batch.images.narrow(start, len));  // queued, so the host goes on at once
+    LayerContext ctx;
+    ctx.training = false;
+    ctx.sample_offset = batch.global_offset + start;
+    const Tensor& logits = r.model->forward(input, ctx);
+    loss_->queue(logits.data(), batch.labels.data() + start, len, 0.0f, nullptr, 0.0f);
+  }
   return figuresOf(loss_->read());  // evaluation waits for its figures
 }
 

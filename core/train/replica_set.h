@@ -91,6 +91,17 @@ class ReplicaSet {
   // trainer takes a step's figures one step later.
   void snapshotDeviceFigures();
   BatchFigures takeDeviceFigures();
+  // GPU only: trainStep in its three parts, for a step recorded once as a
+  // CUDA graph and replayed (core/train/device_step.h): queue the batch's copy
+  // into one of the stager's two buffers; queue forward, loss and backward on
+  // them (the batch must fit the replica; step_scalars, device memory, null
+  // = seed and the batch's offset by value); then let the stager refill them.
+  BatchStager::Staged stageTrainingBatch(const Batch& batch);
+  void queueTrainingPass(const Batch& batch, const BatchStager::Staged& staged, uint64_t seed,
+                         float grad_scale, BackwardListener* listener, const StepScalars* step_scalars);
+  void doneWithTrainingBatch();
+  // GPU only: the loss whose sums the snapshots take.
+  DeviceLoss& deviceLoss();
   // For grads()[begin, end): adds the other replicas' gradients into replica 0's,
   // in replica order (so the result does not depend on timing), and zeroes
   // theirs for the next step. Ranges may be processed by different threads.
@@ -130,8 +141,8 @@ class ReplicaSet {
   int64_t capacity_;  // samples per replica per pass
   int64_t classes_;
   Device device_;
-  Tensor device_input_;               // GPU: the batch's images, copied from the loader
-  std::unique_ptr<DeviceLoss> loss_;  // GPU: the loss kernel and its sums
+  Tensor device_input_;                  // GPU: the batch's images, copied from the loader
+  std::unique_ptr<DeviceLoss> loss_;     // GPU: the loss kernel and its sums
   std::unique_ptr<BatchStager> stager_;  // GPU: training batches' copies on a stream of their own
 };
 

@@ -34,7 +34,7 @@ struct LayerTiming {
 struct StepReport {
   std::string device;
   int64_t steps = 0, warmup = 0, batch = 0;
-  double step_s = 0;                  // wall time per step
+  double step_s = 0;  // wall time per step
   double images_per_s = 0;
   double forward_s = 0, backward_s = 0;  // per step, all layers
   double copy_s = 0, loss_s = 0, optimizer_s = 0, communication_s = 0;
@@ -74,6 +74,26 @@ class StepProfile final : public LayerTimer {
   int64_t steps_seen_ = 0, counted_ = 0, samples_ = 0, batch_ = 0;
   double waits_[static_cast<int>(HostWait::kCount)] = {};
   double started_ = 0;  // steady-clock seconds when the first counted step began
+};
+
+// A span of a step phase on the profile's device clock, when profiling.
+class PhaseSpan {
+ public:
+  PhaseSpan(StepProfile* profile, DevicePhase phase) : profile_(profile), phase_(phase) {
+    if (profile_) profile_->beginPhase(phase_);
+  }
+  ~PhaseSpan() {
+    try {
+      if (profile_) profile_->endPhase(phase_);
+    } catch (...) {  // a failing device already failed the step; the measurement is lost anyway
+    }
+  }
+  PhaseSpan(const PhaseSpan&) = delete;
+  PhaseSpan& operator=(const PhaseSpan&) = delete;
+
+ private:
+  StepProfile* profile_;
+  DevicePhase phase_;
 };
 
 }  // namespace dtrain

@@ -23,6 +23,7 @@
 #include "core/train/model_checkpoint.h"
 #include "core/train/overlapped_reducer.h"
 #include "core/train/progress.h"
+#include "core/train/recorded_steps.h"
 #include "core/train/replica_set.h"
 #include "core/train/resume_point.h"
 #include "core/train/step_profile.h"
@@ -62,26 +63,6 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// A span of a step phase on the profile's device clock, when profiling.
-class PhaseSpan {
- public:
-  PhaseSpan(StepProfile* profile, DevicePhase phase) : profile_(profile), phase_(phase) {
-    if (profile_) profile_->beginPhase(phase_);
-  }
-  ~PhaseSpan() {
-    try {
-      if (profile_) profile_->endPhase(phase_);
-    } catch (...) {  // a failing device already failed the step; the measurement is lost anyway
-    }
-  }
-  PhaseSpan(const PhaseSpan&) = delete;
-  PhaseSpan& operator=(const PhaseSpan&) = delete;
-
- private:
-  StepProfile* profile_;
-  DevicePhase phase_;
-};
-
 }  // namespace
 
 struct Trainer::Impl {
@@ -95,6 +76,7 @@ struct Trainer::Impl {
   std::unique_ptr<ReplicaSet> replicas;
   std::unique_ptr<OverlappedReducer> reducer;  // multi-process runs only
   std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<RecordedSteps> recorded;  // GPU with [job] cuda_graphs, one process
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<BatchLoader> loader;
   std::unique_ptr<MetricsLog> metrics;
@@ -150,6 +132,10 @@ struct Trainer::Impl {
       replicas->store().initialize(job.job.seed);
     }
     shareChiefState();
+    if (!device.isCpu() && job.job.cuda_graphs && strategy->worldSize() == 1 && !opt.profile)
+      recorded = std::make_unique<RecordedSteps>(*replicas, *optimizer, job.train.batch_size,
+                                                 job.train.grad_clip_norm,
+                                                 [this](const std::string& line) { say(line); });
     if (syncsBatchStats()) {
       // The statistics are summed mid-pass through the ranks' collectives,
       // which the overlapped gradient reduction would use at the same time:
@@ -329,8 +315,13 @@ struct Trainer::Impl {
 
   // Forward and backward; with several ranks also the gradients' all-reduce,
   // overlapped with backward.
+  // Dropout masks of the step about to run.
+  uint64_t stepSeed() const {
+    return splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
+  }
+
   BatchFigures computeGradients(const Batch& batch) {
-    uint64_t step_seed = splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
+    const uint64_t step_seed = stepSeed();
     const float grad_scale = 1.0f / static_cast<float>(batch.global_size);
     BatchFigures f;
     if (reducer) {
@@ -342,7 +333,7 @@ struct Trainer::Impl {
         throw;
       }
       PhaseSpan span(opt.profile, DevicePhase::Communication);  // what backward did not hide
-      reducer->finish();  // summed over replicas and ranks
+      reducer->finish();                                        // summed over replicas and ranks
     } else {
       f = replicas->trainStep(batch, step_seed, grad_scale);
     }
@@ -351,8 +342,14 @@ struct Trainer::Impl {
 
   // A GPU step: everything is queued on the device's streams, and nothing
   // waits for the device: the batch's copy, forward, loss, backward, update,
-  // and a snapshot of the loss sums into pinned memory.
+  // and a snapshot of the loss sums into pinned memory. Recorded as a CUDA
+  // graph and replayed where RecordedSteps takes the batch.
   StepFigures stepOnDevice(const Batch& batch, double lr) {
+    if (recorded && recorded->takes(batch)) {
+      recorded->run(batch, lr, state.step + 1, stepSeed());
+      replicas->snapshotDeviceFigures();
+      return StepFigures{BatchFigures{}, true};
+    }
     computeGradients(batch);
     ParamStore& store = replicas->store();
     float* grads = replicas->grads().data();
@@ -360,11 +357,9 @@ struct Trainer::Impl {
       PhaseSpan span(opt.profile, DevicePhase::Communication);
       strategy->reduceGradients(grads, store.size());  // the identity for one process
     }
-    if (job.train.grad_clip_norm > 0) {
-      const float clip =
-          clipScale(device_ops::sumOfSquares(device, grads, store.size()), job.train.grad_clip_norm);
-      if (clip != 1.0f) device_ops::scale(device, grads, store.size(), clip);
-    }
+    // Norm, factor and scaling on the device: no read-back, no wait.
+    if (job.train.grad_clip_norm > 0)
+      device_ops::clipByNorm(device, grads, store.size(), job.train.grad_clip_norm);
     {
       PhaseSpan span(opt.profile, DevicePhase::Optimizer);
       optimizer->update(store.params().data(), grads, 0, store.size(), StepInfo{lr, state.step + 1});
@@ -481,8 +476,8 @@ struct Trainer::Impl {
                                     {"train/images_per_s", static_cast<float>(r.images_per_s)},
                                     {"train/step_time_s", static_cast<float>(p.seconds)}});
     if (!quiet() && epoch_sums.seen > 0)
-      progress->update(p.step_in_epoch, epoch_sums.loss / epoch_sums.seen, epoch_sums.correct / epoch_sums.seen,
-                       static_cast<int64_t>(epoch_sums.seen));
+      progress->update(p.step_in_epoch, epoch_sums.loss / epoch_sums.seen,
+                       epoch_sums.correct / epoch_sums.seen, static_cast<int64_t>(epoch_sums.seen));
   }
 
   void settleAll() {
@@ -497,7 +492,7 @@ struct Trainer::Impl {
           std::to_string(train_data->size()) + " training samples, " + std::to_string(steps_per_epoch) +
           " steps/epoch, " +
           (device.isCpu() ? std::to_string(job.job.threads) + " threads" : "on " + describeDevice(device)) +
-          rankSummary());
+          (recorded ? ", steps replayed as CUDA graphs" : "") + rankSummary());
     else
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
@@ -531,8 +526,7 @@ struct Trainer::Impl {
         auto now = std::chrono::steady_clock::now();
         double dt = std::chrono::duration<double>(now - last).count();
         last = now;
-        pending.push_back(
-            PendingStep{state.step, state.epoch, step_in_epoch, lr, dt, stopRequested(), f});
+        pending.push_back(PendingStep{state.step, state.epoch, step_in_epoch, lr, dt, stopRequested(), f});
         // The step before this one has long finished on a GPU: its figures are
         // reduced (with the stop flag) and shown now, one step late, so the host
         // never waits for the device. Every rank does so at the same point.
@@ -546,13 +540,14 @@ struct Trainer::Impl {
           state.position = 0;
         }
         bool last_step = state.step == total_steps;
-        const bool eval_now = !opt.profile && ((job.train.eval_every_steps > 0 &&
-                                                state.step % job.train.eval_every_steps == 0) ||
-                                               (epoch_done && job.train.eval_every_epoch) || last_step);
+        const bool eval_now =
+            !opt.profile &&
+            ((job.train.eval_every_steps > 0 && state.step % job.train.eval_every_steps == 0) ||
+             (epoch_done && job.train.eval_every_epoch) || last_step);
         const bool checkpoint_now =
-            !opt.profile && ((job.train.checkpoint_every_steps > 0 &&
-                              state.step % job.train.checkpoint_every_steps == 0) ||
-                             (epoch_done && job.train.checkpoint_every_epoch) || last_step);
+            !opt.profile &&
+            ((job.train.checkpoint_every_steps > 0 && state.step % job.train.checkpoint_every_steps == 0) ||
+             (epoch_done && job.train.checkpoint_every_epoch) || last_step);
         // An epoch's end, an evaluation or a checkpoint shows and records every
         // step before it (the host waits for the device there, not per step).
         if (epoch_done || last_step || eval_now || checkpoint_now) settleAll();
@@ -577,6 +572,7 @@ struct Trainer::Impl {
     out.checkpoint = last_checkpoint;
     out.test_loss = last_eval.loss;
     out.test_accuracy = last_eval_step >= 0 ? last_eval.accuracy : -1;
+    out.graph_replays = recorded ? recorded->replayed() : 0;
     return out;
   }
 };

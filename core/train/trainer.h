@@ -25,6 +25,7 @@ struct TrainOutcome {
   int64_t step = 0;
   std::string checkpoint;  // the last checkpoint written ("" if none)
   double test_loss = 0, test_accuracy = -1;
+  int64_t graph_replays = 0;  // GPU steps run by replaying a recorded CUDA graph
 };
 
 struct TrainerOptions {

@@ -42,8 +42,9 @@ Also measured:
               of mlp4096 lasting --busy-seconds; the samples whose whole second lies
               between the end of the warm-up and the last step count; bar: median >= 90%.
   variants    (--variants; dtrain alone, alternated, if the budget allows) ResNet-20 with
-              job.deterministic true against false: images/s of each and what the first
-              costs. A dtrain that does not know the key is reported as such.
+              job.deterministic true against false, and mlp batch 128 and ResNet-20 with
+              job.cuda_graphs true against false: images/s of each and the ratio of the
+              first to the second. A dtrain that does not know the key is reported as such.
 
 Prints a table and writes the figures as JSON (--json). Exit status 0 when the run
 completed (bars are reported, not enforced: scripts/gpu/summary.py does that).
@@ -93,7 +94,9 @@ CONFIGS = {
 }
 BUSY_CONFIG, BUSY_BAR = "mlp4096", 90.0
 # (label, configuration, job key, the setting whose cost is reported, the baseline)
-VARIANTS = [("deterministic", "resnet20", "job.deterministic", "true", "false")]
+VARIANTS = [("deterministic", "resnet20", "job.deterministic", "true", "false"),
+            ("cuda_graphs", "mlp128", "job.cuda_graphs", "true", "false"),
+            ("cuda_graphs", "resnet20", "job.cuda_graphs", "true", "false")]
 
 
 def describe(name):
@@ -665,7 +668,7 @@ def main():
                     help="seconds for the whole benchmark: later rounds shrink or are left out to fit")
     ap.add_argument("--busy-seconds", type=float, default=6, help="timed seconds of the GPU-busy run")
     ap.add_argument("--variants", action="store_true",
-                    help="also dtrain alone: resnet20 deterministic true/false")
+                    help="also dtrain alone: resnet20 deterministic true/false, mlp128 and resnet20 cuda_graphs true/false")
     ap.add_argument("--variant-seconds", type=float, default=1.5)
     ap.add_argument("--variant-rounds", type=int, default=3)
     ap.add_argument("--only", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))

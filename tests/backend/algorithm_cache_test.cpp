@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/backend/algorithm_keys.h"
 #include "core/errors.h"
 #include "core/io/file_source.h"
 #include "tests/common/temp_dir.h"
@@ -244,4 +245,37 @@ TEST_CASE("one cache serves one GPU: opening it for another throws, for the same
           "GPU algorithm choices for NVIDIA H200 with cuDNN 9.19.0 and cuBLASLt 13.1.0 cannot serve NVIDIA "
           "H100 80GB HBM3 with cuDNN 9.19.0 and cuBLASLt 13.1.0 in the same process");
   }
+}
+
+TEST_CASE("a batch_norm path choice is saved beside the convolutions' and reads back equal") {
+  // What CudaBatchNorm records: the path as algo, the winner's median time.
+  TempDir dir;
+  const std::string path = dir / kAlgorithmCacheFileName;
+  BatchNormAlgorithmKey key;
+  key.batch = 128;
+  key.channels = 16;
+  key.plane = 1024;
+  key.activation = "relu";
+  key.residual = true;
+  AlgorithmChoice own;
+  own.algo = static_cast<int64_t>(BatchNormPath::Own);
+  own.time_ms = 0.0371;
+  {
+    AlgorithmCache cache(path);
+    cache.open(h200());
+    cache.record(kConvKey, convChoice());
+    cache.record(algorithmKey(key), own);
+    REQUIRE(cache.save());
+  }
+  AlgorithmCache again(path);
+  again.open(h200());
+  CHECK(again.size() == 2);
+  REQUIRE(again.find("batchnorm n128 c16 p1024 relu residual").has_value());
+  CHECK(*again.find(algorithmKey(key)) == own);
+  key.residual = false;  // another shape: not chosen yet
+  CHECK_FALSE(again.find(algorithmKey(key)).has_value());
+  // Another GPU's file serves no batch_norm choice either.
+  AlgorithmCache other(path);
+  other.open(AlgorithmSource{"NVIDIA H100 80GB HBM3", 91900, 130100});
+  CHECK(other.size() == 0);
 }

@@ -134,3 +134,45 @@ TEST_CASE("a pointer's alignment is the largest power of two dividing it, at mos
   CHECK(pointerAlignment(buffer + 4) == 4);
   CHECK(pointerAlignment(buffer + 3) == 1);
 }
+
+TEST_CASE("a batch_norm key spells out the batch, channels, plane, activation and residual") {
+  BatchNormAlgorithmKey k;
+  k.batch = 128;
+  k.channels = 16;
+  k.plane = 1024;
+  k.activation = "relu";
+  k.residual = true;
+  CHECK(algorithmKey(k) == "batchnorm n128 c16 p1024 relu residual");
+  const std::vector<std::function<void(BatchNormAlgorithmKey&)>> changes = {
+      [](BatchNormAlgorithmKey& b) { b.batch = 64; },
+      [](BatchNormAlgorithmKey& b) { b.channels = 32; },
+      [](BatchNormAlgorithmKey& b) { b.plane = 256; },
+      [](BatchNormAlgorithmKey& b) { b.activation = "relu6"; },
+      [](BatchNormAlgorithmKey& b) { b.activation = "none"; },
+      [](BatchNormAlgorithmKey& b) { b.residual = false; },
+      // Fields that could run together: c1 p61 and c16 p1 must differ.
+      [](BatchNormAlgorithmKey& b) {
+        b.channels = 1;
+        b.plane = 61;
+      },
+      [](BatchNormAlgorithmKey& b) {
+        b.channels = 16;
+        b.plane = 1;
+      },
+  };
+  std::set<std::string> keys{algorithmKey(k)};
+  for (size_t i = 0; i < changes.size(); ++i) {
+    CAPTURE(i);
+    BatchNormAlgorithmKey changed = k;
+    changes[i](changed);
+    CHECK(keys.insert(algorithmKey(changed)).second);
+  }
+}
+
+TEST_CASE("a batch_norm path has a name for algorithmName and a number for the cache") {
+  CHECK(std::string(batchNormPathName(BatchNormPath::Cudnn)) == "cudnn");
+  CHECK(std::string(batchNormPathName(BatchNormPath::Own)) == "own");
+  // The numbers are in saved files: they must not change.
+  CHECK(static_cast<int>(BatchNormPath::Cudnn) == 0);
+  CHECK(static_cast<int>(BatchNormPath::Own) == 1);
+}

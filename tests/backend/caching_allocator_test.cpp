@@ -126,3 +126,75 @@ TEST_CASE("caching allocator: releasing a foreign pointer is refused; emptyCache
   CHECK(cache.stats().in_use_bytes == 1024);
   cache.release(kept);
 }
+
+// A recorded CUDA graph writes, on every replay, each buffer its recording
+// used: no other work may be handed one of them while the graph lives.
+TEST_CASE("a recording pool keeps every block the recording used until it is dropped") {
+  FakeDevice dev;
+  CachingAllocator cache(dev.raw());
+  void* before = cache.allocate(4096);  // used by the recording, released during it
+  cache.release(cache.allocate(8192));  // an idle cached block the recording may take
+  const int pool = cache.beginRecording();
+  void* taken = cache.allocate(8192);  // from the shared cache: now the pool's
+  void* temp = cache.allocate(1000);   // raw, while recording
+  cache.release(temp);
+  void* again = cache.allocate(1000);  // within the recording: its own released block
+  CHECK(again == temp);
+  cache.release(again);
+  cache.release(before);
+  void* kept = cache.allocate(100);  // handed out during the recording, released after it
+  cache.endRecording();
+  cache.release(kept);
+  cache.release(taken);
+  CHECK(cache.stats().cached_bytes == 0);  // nothing went back to the shared cache
+  CHECK(cache.stats().pooled_bytes > 0);
+  // Work after the recording gets fresh memory, never the graph's.
+  std::set<void*> graph_blocks = {before, taken, temp, kept};
+  for (size_t bytes : {size_t(4096), size_t(8192), size_t(1000), size_t(100)}) {
+    void* p = cache.allocate(bytes);
+    CHECK(graph_blocks.count(p) == 0);
+    cache.release(p);
+  }
+  // Dropped with its graph, the pool's blocks serve everyone again.
+  cache.dropPool(pool);
+  CHECK(cache.stats().pooled_bytes == 0);
+  const int raw_before = dev.allocations;
+  void* reused = cache.allocate(4096);
+  CHECK(dev.allocations == raw_before);
+  cache.release(reused);
+}
+
+TEST_CASE("a block of a dropped pool still handed out returns to the shared cache when released") {
+  FakeDevice dev;
+  CachingAllocator cache(dev.raw());
+  const int pool = cache.beginRecording();
+  void* live = cache.allocate(2048);
+  cache.endRecording();
+  cache.dropPool(pool);
+  cache.release(live);
+  CHECK(cache.stats().cached_bytes == static_cast<int64_t>(CachingAllocator::roundedSize(2048)));
+  CHECK(cache.allocate(2048) == live);
+}
+
+TEST_CASE("one pool records at a time") {
+  FakeDevice dev;
+  CachingAllocator cache(dev.raw());
+  cache.beginRecording();
+  CHECK_THROWS_AS(cache.beginRecording(), Error);
+  cache.endRecording();
+  const int second = cache.beginRecording();
+  cache.endRecording();
+  cache.dropPool(second);
+}
+
+TEST_CASE("a block handed out before a recording and released after it stays with the pool") {
+  FakeDevice dev;
+  CachingAllocator cache(dev.raw());
+  void* workspace = cache.allocate(1 << 20);  // say, a layer's workspace the recorded work uses
+  const int pool = cache.beginRecording();
+  cache.endRecording();
+  cache.release(workspace);                     // the layer grows its workspace after the recording
+  CHECK(cache.allocate(1 << 20) != workspace);  // a replay still writes the old one
+  cache.dropPool(pool);
+  CHECK(cache.allocate(1 << 20) == workspace);
+}

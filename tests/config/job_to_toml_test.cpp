@@ -149,6 +149,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "precision = \"fp32\"\n"
       "deterministic = true\n"
       "gpu_workspace_mb = 1024\n"
+      "cuda_graphs = true\n"
       "\n"
       "[model]\n"
       "preset = \"mlp\"\n"

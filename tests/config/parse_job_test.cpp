@@ -22,6 +22,7 @@ TEST_CASE("an empty job keeps every documented default") {
   CHECK(job.job.precision == "fp32");
   CHECK(job.job.deterministic);
   CHECK(job.job.gpu_workspace_mb == 1024);
+  CHECK(job.job.cuda_graphs);
   CHECK(job.model.preset == "");
   CHECK(job.model.hidden == std::vector<int64_t>{512, 256});
   CHECK(job.model.init == "he");

@@ -1,6 +1,8 @@
 // batch_norm's CUDA layer against the CPU layer on fresh random inputs, on
-// both of its paths: cuDNN (no stats reducer) and its own kernels (with a
-// reducer of one participant, which leaves the sums as they are). Training
+// each of its paths: without a stats reducer cuDNN's and its own kernels'
+// (each forced; unforced, the faster, timed without touching the layer's
+// state), and with a reducer of one participant, which leaves the sums as
+// they are, the reduced path. A fused residual add on each path. Training
 // forward, running statistics, backward (parameter gradients accumulated onto
 // non-zero values), inference forward and its backward; [C,H,W] and [C]
 // inputs; fused relu and relu6; without gamma or beta; a running mean near
@@ -17,9 +19,12 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "core/backend/algorithm_cache.h"
 #include "core/backend/cuda/cuda_context.h"
 #include "core/nn/cuda/cuda_layers.h"
 #include "tests/cuda/device_compare.h"
@@ -59,6 +64,9 @@ struct Case {
   int64_t batch = 5;
   FusedActivation act = FusedActivation::None;
   bool reducer = false;
+  // Without a reducer: the path forced on the GPU layer (none: it chooses).
+  std::optional<BatchNormPath> path;
+  bool residual = false;  // a fused add of a second input
   bool input_gradient = true;
   // Every channel's batch mean (the inputs are centred on it). The running
   // mean (the shift of the sums) starts within 0.3 of 0.5 and the inputs
@@ -111,8 +119,13 @@ void compare(const Case& c) {
   CudaBatchNorm gpu(cpu, ctx);
   REQUIRE(cpu.setup({c.sample}) == c.sample);
   REQUIRE(gpu.setup({c.sample}) == c.sample);
+  if (c.residual) {
+    REQUIRE(cpu.fuseResidualAdd());
+    REQUIRE(gpu.fuseResidualAdd());
+  }
   fuse(cpu, c.act);
   fuse(gpu, c.act);
+  if (c.path) gpu.forcePath(*c.path);
   const bool relu6 = c.act == FusedActivation::Relu6;
 
   std::vector<Pair> params, grads, buffers;
@@ -153,9 +166,17 @@ void compare(const Case& c) {
     Tensor x = randomHost(batch_shape, rng, 2.0f);
     centre(x, c.sample[0], c.sample.numel() / c.sample[0], c.mean);  // a mean away from 0
     const Tensor x_gpu = x.to(gpuDevice());
+    // The residual spreads as the normalised values do, so the sum crosses relu's kink.
+    const Tensor r = randomHost(batch_shape, rng, 1.5f);
+    const Tensor r_gpu = r.to(gpuDevice());
+    std::vector<const Tensor*> in{&x}, in_gpu{&x_gpu};
+    if (c.residual) {
+      in.push_back(&r);
+      in_gpu.push_back(&r_gpu);
+    }
     Tensor y = Tensor::empty(batch_shape), y_gpu = Tensor::empty(batch_shape, gpuDevice());
-    cpu.forward({&x}, y, cpu_ctx);
-    gpu.forward({&x_gpu}, y_gpu, gpu_ctx);
+    cpu.forward(in, y, cpu_ctx);
+    gpu.forward(in_gpu, y_gpu, gpu_ctx);
     CHECK_MESSAGE(relativeError(y_gpu, y) < 1e-4, "forward");
     CHECK_MESSAGE(relativeError(buffers[0].device, buffers[0].host) < 2e-5, "running mean");
     CHECK_MESSAGE(relativeError(buffers[1].device, buffers[1].host) < 2e-5, "running variance");
@@ -163,9 +184,16 @@ void compare(const Case& c) {
     const Tensor g = randomHost(batch_shape, rng);
     const Tensor g_gpu = g.to(gpuDevice());
     Tensor dx = Tensor::zeros(batch_shape), dx_gpu = Tensor::zeros(batch_shape, gpuDevice());
-    cpu.backward({&x}, y, g, {c.input_gradient ? &dx : nullptr}, cpu_ctx);
-    gpu.backward({&x_gpu}, y_gpu, g_gpu, {c.input_gradient ? &dx_gpu : nullptr}, gpu_ctx);
+    Tensor dr = Tensor::zeros(batch_shape), dr_gpu = Tensor::zeros(batch_shape, gpuDevice());
+    std::vector<Tensor*> din{c.input_gradient ? &dx : nullptr}, din_gpu{c.input_gradient ? &dx_gpu : nullptr};
+    if (c.residual) {
+      din.push_back(&dr);
+      din_gpu.push_back(&dr_gpu);
+    }
+    cpu.backward(in, y, g, din, cpu_ctx);
+    gpu.backward(in_gpu, y_gpu, g_gpu, din_gpu, gpu_ctx);
     if (c.input_gradient) CHECK_MESSAGE(relativeError(dx_gpu, dx) < 1e-4, "input gradient");
+    if (c.residual) CHECK_MESSAGE(relativeError(dr_gpu, dr) < 1e-4, "residual gradient");
     for (size_t i = 0; i < grads.size(); ++i)
       CHECK_MESSAGE(relativeError(grads[i].device, grads[i].host) < 1e-4, "parameter gradient " << i);
   }
@@ -182,13 +210,19 @@ void compare(const Case& c) {
   }
 }
 
+// Without a reducer: each forced path; with one: the reduced path.
+std::vector<std::pair<bool, std::optional<BatchNormPath>>> paths() {
+  return {{false, BatchNormPath::Cudnn}, {false, BatchNormPath::Own}, {true, std::nullopt}};
+}
+
 }  // namespace
 
 TEST_CASE("cuda: batch_norm equals the CPU batch_norm through cuDNN and through its own kernels") {
-  for (bool reducer : {false, true}) {
+  for (const auto& [reducer, path] : paths()) {
     for (FusedActivation act : {FusedActivation::None, FusedActivation::Relu, FusedActivation::Relu6}) {
       for (const Shape& sample : {Shape{6, 7, 9}, Shape{37}}) {
         CAPTURE(reducer);
+        CAPTURE(path ? batchNormPathName(*path) : "reduced");
         CAPTURE(static_cast<int>(act));
         CAPTURE(sample.str());
         Case c;
@@ -196,6 +230,7 @@ TEST_CASE("cuda: batch_norm equals the CPU batch_norm through cuDNN and through 
         c.batch = sample.rank() == 1 ? 19 : 5;
         c.act = act;
         c.reducer = reducer;
+        c.path = path;
         c.config.momentum = 0.5;  // the running statistics move a lot in one step
         compare(c);
       }
@@ -203,14 +238,12 @@ TEST_CASE("cuda: batch_norm equals the CPU batch_norm through cuDNN and through 
   }
 }
 
-TEST_CASE("cuda: batch_norm with its running mean far from the batch mean equals the CPU batch_norm") {
-  // The shifted sums cancel there: the CPU layer sums the squared deviations
-  // from the mean in a second round, and so does the GPU layer with a reducer
-  // (without one it runs cuDNN's batch normalisation).
-  for (bool reducer : {false, true}) {
+TEST_CASE("cuda: batch_norm with a fused residual add equals the CPU batch_norm on every path") {
+  for (const auto& [reducer, path] : paths()) {
     for (FusedActivation act : {FusedActivation::None, FusedActivation::Relu}) {
       for (const Shape& sample : {Shape{6, 7, 9}, Shape{37}}) {
         CAPTURE(reducer);
+        CAPTURE(path ? batchNormPathName(*path) : "reduced");
         CAPTURE(static_cast<int>(act));
         CAPTURE(sample.str());
         Case c;
@@ -218,6 +251,48 @@ TEST_CASE("cuda: batch_norm with its running mean far from the batch mean equals
         c.batch = sample.rank() == 1 ? 19 : 5;
         c.act = act;
         c.reducer = reducer;
+        c.path = path;
+        c.residual = true;
+        c.config.momentum = 0.5;
+        compare(c);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda: batch_norm choosing its path by timing computes what the chosen path alone computes") {
+  // The timing runs must leave the running statistics and the accumulated
+  // parameter gradients alone: the step equals the CPU layer's single step.
+  for (bool residual : {false, true}) {
+    CAPTURE(residual);
+    Case c;
+    c.sample = Shape{16, 8, 8};
+    c.batch = 6;
+    c.act = FusedActivation::Relu;
+    c.residual = residual;
+    c.config.momentum = 0.5;
+    compare(c);
+  }
+}
+
+TEST_CASE("cuda: batch_norm with its running mean far from the batch mean equals the CPU batch_norm") {
+  // The shifted sums cancel there: the CPU layer sums the squared deviations
+  // from the mean in a second round, and so does the GPU layer with a reducer.
+  // Without one, cuDNN's path needs no shift, and the own path's one round in
+  // double loses far less than the tolerance (batchNormMomentsFromShiftedSums).
+  for (const auto& [reducer, path] : paths()) {
+    for (FusedActivation act : {FusedActivation::None, FusedActivation::Relu}) {
+      for (const Shape& sample : {Shape{6, 7, 9}, Shape{37}}) {
+        CAPTURE(reducer);
+        CAPTURE(path ? batchNormPathName(*path) : "reduced");
+        CAPTURE(static_cast<int>(act));
+        CAPTURE(sample.str());
+        Case c;
+        c.sample = sample;
+        c.batch = sample.rank() == 1 ? 19 : 5;
+        c.act = act;
+        c.reducer = reducer;
+        c.path = path;
         c.mean = 20.0f;
         REQUIRE(c.secondRound());
         compare(c);
@@ -228,12 +303,14 @@ TEST_CASE("cuda: batch_norm with its running mean far from the batch mean equals
 
 TEST_CASE(
     "cuda: batch_norm without gamma or beta, and without an input gradient, equals the CPU batch_norm") {
-  for (bool reducer : {false, true}) {
+  for (const auto& [reducer, path] : paths()) {
     CAPTURE(reducer);
+    CAPTURE(path ? batchNormPathName(*path) : "reduced");
     Case no_center;
     no_center.sample = Shape{4, 6, 5};
     no_center.act = FusedActivation::Relu;
     no_center.reducer = reducer;
+    no_center.path = path;
     no_center.config.center = false;
     compare(no_center);
 
@@ -247,6 +324,7 @@ TEST_CASE(
     bare.sample = Shape{9};
     bare.batch = 11;
     bare.reducer = reducer;
+    bare.path = path;
     bare.config.scale = bare.config.center = false;
     compare(bare);
   }
@@ -312,6 +390,61 @@ TEST_CASE("cuda: batch_norm with a reducer uses the summed statistics of every p
     twice.add(twice);
     CHECK(relativeError(twice, dbeta.host) < 1e-4);
   }
+}
+
+TEST_CASE("cuda: batch_norm names the path it chose, records it in the algorithm cache, and reuses it") {
+  CudaContext& ctx = CudaContext::of(0);
+  ctx.setTf32(false);
+  AlgorithmCache cache;  // in memory
+  cache.open(AlgorithmSource{"a test GPU", 1, 1});
+  GpuLayerOptions options;
+  options.algorithms = &cache;
+  const Shape sample{16, 8, 8}, channel{16};
+  const int64_t batch = 6;
+  std::mt19937 rng(7);
+  const Tensor x = randomHost(sample.withBatch(batch), rng, 2.0f).to(gpuDevice());
+  const Tensor g = randomHost(sample.withBatch(batch), rng).to(gpuDevice());
+  // One training step of a fresh layer sharing `cache`; returns its algorithmName.
+  auto step = [&] {
+    BatchNorm cpu("bn", BatchNormConfig{});
+    CudaBatchNorm gpu(cpu, ctx, options);
+    REQUIRE(gpu.setup({sample}) == sample);
+    REQUIRE(gpu.fuseActivation("relu"));
+    auto filled = [&](float value) {
+      Tensor t = Tensor::empty(channel);
+      for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = value;
+      return t.to(gpuDevice());
+    };
+    gpu.bind({filled(1.0f), filled(0.0f)}, {filled(0.0f), filled(0.0f)});
+    gpu.bindBuffers({filled(0.0f), filled(1.0f)});
+    CHECK(gpu.algorithmName(batch).empty());  // nothing chosen before the first pass
+    Tensor y = Tensor::empty(sample.withBatch(batch), gpuDevice());
+    Tensor dx = Tensor::empty(sample.withBatch(batch), gpuDevice());
+    gpu.forward({&x}, y, LayerContext{});
+    gpu.backward({&x}, y, g, {&dx}, LayerContext{});
+    CHECK(gpu.algorithmName(batch + 1).empty());  // another batch size: not chosen yet
+    return gpu.algorithmName(batch);
+  };
+  auto firstWord = [](const std::string& s) { return s.substr(0, s.find(' ')); };
+
+  const std::string timed = step();
+  INFO("timed: " << timed);
+  CHECK((firstWord(timed) == "cudnn" || firstWord(timed) == "own"));
+  CHECK(timed.find("cached") == std::string::npos);
+  BatchNormAlgorithmKey key;
+  key.batch = batch;
+  key.channels = 16;
+  key.plane = 64;
+  key.activation = "relu";
+  const std::optional<AlgorithmChoice> recorded = cache.find(algorithmKey(key));
+  REQUIRE(recorded.has_value());
+  CHECK(batchNormPathName(static_cast<BatchNormPath>(recorded->algo)) == firstWord(timed));
+  CHECK(recorded->time_ms > 0.0);
+
+  const std::string cached = step();
+  INFO("cached: " << cached);
+  CHECK(firstWord(cached) == firstWord(timed));
+  CHECK(cached.find("cached") != std::string::npos);
 }
 
 TEST_CASE("cuda: the GPU layer registry makes a CUDA batch_norm") {

@@ -25,6 +25,7 @@
 #include "core/nn/param_store.h"
 #include "nn_test_util.h"
 #include "tests/common/layer_spec.h"
+#include "tests/common/param_gradcheck.h"
 
 using namespace dtrain;
 using namespace dtrain::test;
@@ -105,46 +106,11 @@ TEST_CASE("a residual DAG's parameter gradients match finite differences of the 
   Tensor analytic = Tensor::empty(grads.shape());
   analytic.copyFrom(grads);
 
-  const float eps = 2e-3f;
-  const double atol = 2e-3, rtol = 2e-3;
-  const double base = loss();
-  int64_t checked = 0, skipped = 0;
-  double worst = 0.0;
-  std::string where;
-  for (size_t i = 0; i < store.entries().size(); ++i) {
-    const ParamEntry& e = store.entries()[i];
-    Tensor value = store.view(store.params(), i);
-    const Tensor g = store.view(analytic, i);
-    for (int64_t k = 0; k < value.numel(); ++k) {
-      float* p = value.data() + k;
-      const float saved = *p;
-      *p = saved + eps;
-      const double up = static_cast<double>(*p) - saved;  // the step as stored in float
-      const double plus = loss();
-      *p = saved - eps;
-      const double down = saved - static_cast<double>(*p);
-      const double minus = loss();
-      *p = saved;
-      const double right = (plus - base) / up, left = (base - minus) / down;
-      const double a = g.data()[k];
-      const double tolerance = atol + rtol * std::fabs(a);
-      if (std::fabs(right - left) > tolerance) {  // a relu kink within the step
-        ++skipped;
-        continue;
-      }
-      const double score = std::fabs((right + left) / 2.0 - a) / tolerance;
-      ++checked;
-      if (score > worst) {
-        worst = score;
-        where = e.name + "[" + std::to_string(k) + "]: numeric " + std::to_string((right + left) / 2.0) +
-                ", analytic " + std::to_string(a);
-      }
-    }
-  }
-  INFO("worst: " << where << "; checked " << checked << ", skipped " << skipped);
-  CHECK(worst <= 1.0);
-  CHECK(checked + skipped == store.count());  // every parameter
-  CHECK(skipped * 20 <= checked + skipped);   // at most 5% near a kink
+  const testing::ParamGradcheck g = testing::checkParamGradients(store, analytic, loss, 2e-3f, 2e-3, 2e-3);
+  INFO("worst: " << g.where << "; checked " << g.checked << ", skipped " << g.skipped);
+  CHECK(g.worst <= 1.0);
+  CHECK(g.checked + g.skipped == store.count());   // every parameter
+  CHECK(g.skipped * 20 <= g.checked + g.skipped);  // at most 5% near a kink
 }
 
 TEST_CASE("a node read twice by one add gets both gradients") {

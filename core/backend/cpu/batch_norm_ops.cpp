@@ -151,12 +151,43 @@ void applyPlanes(const float* x, float* y, int64_t n, int64_t channels, int64_t 
 }
 
 template <FusedActivation A>
+void applyPlanesResidual(const float* x, float* y, int64_t n, int64_t channels, int64_t plane,
+                         const float* mean, const float* scale, const float* shift, const float* residual) {
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t offset = (s * channels + c) * plane;
+      const float* __restrict v = x + offset;
+      const float* __restrict r = residual + offset;
+      float* __restrict out = y + offset;
+      const float m = mean[c], k = scale[c], b = shift[c];
+      for (int64_t i = 0; i < plane; ++i) {
+        const float normalised = (v[i] - m) * k + b;
+        out[i] = activate<A>(normalised + r[i]);
+      }
+    }
+}
+
+template <FusedActivation A>
 void applyRows(const float* x, float* y, int64_t n, int64_t channels, const float* __restrict mean,
                const float* __restrict scale, const float* __restrict shift) {
   for (int64_t s = 0; s < n; ++s) {
     const float* __restrict v = x + s * channels;
     float* __restrict out = y + s * channels;
     for (int64_t c = 0; c < channels; ++c) out[c] = activate<A>((v[c] - mean[c]) * scale[c] + shift[c]);
+  }
+}
+
+template <FusedActivation A>
+void applyRowsResidual(const float* x, float* y, int64_t n, int64_t channels, const float* __restrict mean,
+                       const float* __restrict scale, const float* __restrict shift, const float* residual) {
+  for (int64_t s = 0; s < n; ++s) {
+    const float* __restrict v = x + s * channels;
+    const float* __restrict r = residual + s * channels;
+    float* __restrict out = y + s * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float normalised = (v[c] - mean[c]) * scale[c] + shift[c];
+      out[c] = activate<A>(normalised + r[c]);
+    }
   }
 }
 
@@ -276,12 +307,24 @@ void channelSquaredDeviations(const float* x, int64_t n, int64_t channels, int64
 }
 
 void batchNormApply(const float* x, float* y, int64_t n, int64_t channels, int64_t plane, const float* mean,
-                    const float* scale, const float* shift, FusedActivation act) {
+                    const float* scale, const float* shift, const float* residual, FusedActivation act) {
   withActivation(act, [&](auto a) {
-    if (plane == 1)
-      applyRows<decltype(a)::value>(x, y, n, channels, mean, scale, shift);
+    constexpr FusedActivation A = decltype(a)::value;
+    if (residual && plane == 1)
+      applyRowsResidual<A>(x, y, n, channels, mean, scale, shift, residual);
+    else if (residual)
+      applyPlanesResidual<A>(x, y, n, channels, plane, mean, scale, shift, residual);
+    else if (plane == 1)
+      applyRows<A>(x, y, n, channels, mean, scale, shift);
     else
-      applyPlanes<decltype(a)::value>(x, y, n, channels, plane, mean, scale, shift);
+      applyPlanes<A>(x, y, n, channels, plane, mean, scale, shift);
+  });
+}
+
+void fusedActivationGrad(const float* y, const float* dy, float* g, int64_t count, FusedActivation act) {
+  withActivation(act, [&](auto a) {
+    constexpr FusedActivation A = decltype(a)::value;
+    for (int64_t i = 0; i < count; ++i) g[i] = maskGrad<A>(A == FusedActivation::None ? 0.0f : y[i], dy[i]);
   });
 }
 

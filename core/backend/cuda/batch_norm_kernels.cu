@@ -179,6 +179,27 @@ void channelReduce(Term term, BatchNormDims d, Finish finish, cudaStream_t strea
 
 // ------------------------------------------------- per-channel maths --
 
+// One round in double is enough here, unlike the reducer's path, which
+// matches the CPU layer's second round bit for bit: the sums of (x - K) and
+// (x - K)^2 are double, so the subtraction S2/N - d^2 loses about d^2/var *
+// 1e-16 relative, negligible until K lies 10^4 standard deviations from the
+// mean; the float differences x - K add at most about 6e-8 * |d| / sigma,
+// below the float output's own rounding while K is within ~10 standard
+// deviations of the mean (the running mean is, after the first steps). The
+// clamp keeps a variance that rounded below 0 from making a NaN invstd.
+__global__ void momentsFromShiftedSumsKernel(const double* sums, const float* shifts, int64_t channels,
+                                             double* moments) {
+  const double count = sums[0];
+  const double* shifted = sums + 1 + channels;
+  const double* squares = shifted + channels;
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < channels;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    const double d = shifted[c] / count;
+    moments[c] = static_cast<double>(shifts[c]) + d;
+    moments[channels + c] = fmax(squares[c] / count - d * d, 0.0);
+  }
+}
+
 __global__ void batchStatisticsKernel(const double* moments, double count, int64_t channels, double momentum,
                                       double epsilon, const float* gamma, const float* beta,
                                       float* running_mean, float* running_var, BatchNormStats out,
@@ -229,23 +250,26 @@ __global__ void inputGradCoefficientsKernel(BatchNormStats stats, const float* g
 
 // ------------------------------------------------------ element-wise --
 
-template <FusedActivation A>
+// The normalised value is rounded to float before the residual is added, as
+// an unfused add would see it.
+template <FusedActivation A, bool Residual>
 __global__ void applyKernel(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
-                            const float* shift) {
+                            const float* shift, const float* residual) {
   const int64_t total = d.n * d.channels * d.plane, stride = int64_t(gridDim.x) * blockDim.x;
   int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   GroupCursor at(i, stride, d.plane, d.channels);
   for (; i < total; i += stride, at.advance()) {
     const int64_t c = at.group;
-    y[i] = activate<A>((x[i] - mean[c]) * scale[c] + shift[c]);
+    const float v = (x[i] - mean[c]) * scale[c] + shift[c];
+    y[i] = activate<A>(Residual ? v + residual[i] : v);
   }
 }
 
-template <FusedActivation A>
-__global__ void activationKernel(float* y, int64_t count) {
+template <FusedActivation A, bool Residual>
+__global__ void activationKernel(float* y, const float* residual, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = activate<A>(y[i]);
+    y[i] = activate<A>(Residual ? y[i] + residual[i] : y[i]);
 }
 
 template <FusedActivation A>
@@ -285,6 +309,13 @@ void batchNormSquaredDeviations(const float* x, BatchNormDims d, const float* me
                 "batchNormSquaredDeviations");
 }
 
+void batchNormMomentsFromShiftedSums(const double* sums, const float* shifts, int64_t channels,
+                                     double* moments, cudaStream_t stream) {
+  if (channels <= 0) return;
+  momentsFromShiftedSumsKernel<<<gridStrideBlocks(channels), kElementwiseThreads, 0, stream>>>(
+      sums, shifts, channels, moments);
+}
+
 void batchNormBatchStatistics(const double* moments, double count, int64_t channels, double momentum,
                               double epsilon, const float* gamma, const float* beta, float* running_mean,
                               float* running_var, BatchNormStats out, float* scale, float* shift,
@@ -302,20 +333,31 @@ void batchNormFrozenStatistics(const float* running_mean, const float* running_v
 }
 
 void batchNormApply(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
-                    const float* shift, FusedActivation act, cudaStream_t stream) {
+                    const float* shift, const float* residual, FusedActivation act, cudaStream_t stream) {
   const int64_t total = d.n * d.channels * d.plane;
   if (total <= 0) return;
   withActivation(act, [&](auto a) {
-    applyKernel<decltype(a)::value>
-        <<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(x, y, d, mean, scale, shift);
+    constexpr FusedActivation A = decltype(a)::value;
+    if (residual)
+      applyKernel<A, true><<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(x, y, d, mean, scale,
+                                                                                        shift, residual);
+    else
+      applyKernel<A, false>
+          <<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(x, y, d, mean, scale, shift, nullptr);
   });
 }
 
-void fusedActivationForward(float* y, int64_t count, FusedActivation act, cudaStream_t stream) {
-  if (count <= 0 || act == FusedActivation::None) return;
+void fusedActivationForward(float* y, const float* residual, int64_t count, FusedActivation act,
+                            cudaStream_t stream) {
+  if (count <= 0 || (act == FusedActivation::None && !residual)) return;
   withActivation(act, [&](auto a) {
-    activationKernel<decltype(a)::value>
-        <<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(y, count);
+    constexpr FusedActivation A = decltype(a)::value;
+    if (residual)
+      activationKernel<A, true>
+          <<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(y, residual, count);
+    else
+      activationKernel<A, false>
+          <<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(y, nullptr, count);
   });
 }
 

@@ -1,7 +1,8 @@
 // The batch_norm layer's own GPU passes (core/nn/cuda/cuda_batch_norm.h),
 // for what cuDNN's batch normalisation cannot do: statistics summed across
 // ranks between the passes (a StatsReducer), the backward of an inference
-// pass, and the fused relu/relu6 around cuDNN's calls. They compute what the
+// pass, the fused relu/relu6 and residual add around cuDNN's calls, and a
+// single-process path with no host read-back that may outrun cuDNN's. They compute what the
 // CPU passes compute (core/backend/batch_norm_ops.h, the layer's
 // core/nn/layers/batch_norm.cpp), in the same order of operations per element.
 //
@@ -45,6 +46,13 @@ void batchNormShiftedSums(const float* x, BatchNormDims d, const float* running_
 // deviations[c] = sum of (x - mean[c])^2 over channel c (the second round).
 void batchNormSquaredDeviations(const float* x, BatchNormDims d, const float* mean, double* deviations,
                                 cudaStream_t stream);
+// The whole batch's moments = [mean | variance] (channels each, double) from
+// its shifted sums (batchNormShiftedSums, shifts = K) on the device, without
+// the host: d = sum (x - K) / count, mean = K + d, variance = sum (x - K)^2 /
+// count - d^2, clamped at 0 (the single-process path; a reducer's path reads
+// the sums on the host and may take a second round instead).
+void batchNormMomentsFromShiftedSums(const double* sums, const float* shifts, int64_t channels,
+                                     double* moments, cudaStream_t stream);
 // From the whole batch's moments = [mean | variance] (channels each, double)
 // and its count (> 1), per channel: mean, invstd, scale = gamma * invstd and
 // shift = beta (gamma, beta may be null: 1 and 0); when running_mean and
@@ -58,11 +66,14 @@ void batchNormBatchStatistics(const double* moments, double count, int64_t chann
 // invstd = 1 / sqrt(running_var + epsilon).
 void batchNormFrozenStatistics(const float* running_mean, const float* running_var, int64_t channels,
                                double epsilon, BatchNormStats out, cudaStream_t stream);
-// y = act((x - mean[c]) * scale[c] + shift[c]).
+// y = act((x - mean[c]) * scale[c] + shift[c] + residual) (residual, the
+// other input of a fused add, may be null: 0), as the CPU's batchNormApply.
 void batchNormApply(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
-                    const float* shift, ops::FusedActivation act, cudaStream_t stream);
-// y = act(y) over `count` elements (after cuDNN's normalisation).
-void fusedActivationForward(float* y, int64_t count, ops::FusedActivation act, cudaStream_t stream);
+                    const float* shift, const float* residual, ops::FusedActivation act, cudaStream_t stream);
+// y = act(y + residual) over `count` elements (after cuDNN's normalisation;
+// residual may be null: 0).
+void fusedActivationForward(float* y, const float* residual, int64_t count, ops::FusedActivation act,
+                            cudaStream_t stream);
 
 // ----------------------------------------------------------- backward --
 

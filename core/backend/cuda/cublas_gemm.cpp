@@ -15,9 +15,11 @@ void checkCublas(cublasStatus_t status, const char* what) {
 
 }  // namespace
 
-CublasHandle::CublasHandle(cudaStream_t stream, bool allow_tf32) {
+CublasHandle::CublasHandle(cudaStream_t stream, bool allow_tf32, void* workspace, size_t workspace_bytes) {
   checkCublas(cublasCreate(&handle_), "create a handle");
   checkCublas(cublasSetStream(handle_, stream), "bind the handle to a stream");
+  if (workspace)
+    checkCublas(cublasSetWorkspace(handle_, workspace, workspace_bytes), "give the handle its workspace");
   checkCublas(cublasSetMathMode(handle_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
               "set the math mode");
 }

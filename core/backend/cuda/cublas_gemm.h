@@ -9,9 +9,12 @@
 namespace dtrain {
 
 // Owns a cuBLAS handle bound to one stream. TF32 tensor-core math only when asked.
+// Its workspace, when given, is the caller's (`workspace_bytes` of device
+// memory that outlives the handle): else cuBLAS takes one of its own from the
+// stream-ordered allocator, which a CUDA graph recording must not do.
 class CublasHandle {
  public:
-  CublasHandle(cudaStream_t stream, bool allow_tf32);
+  CublasHandle(cudaStream_t stream, bool allow_tf32, void* workspace = nullptr, size_t workspace_bytes = 0);
   ~CublasHandle();
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;

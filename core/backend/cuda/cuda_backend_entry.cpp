@@ -1,14 +1,16 @@
 // The module's CudaBackend (core/backend/cuda_backend.h): the engine's doors
 // to device memory, the optimizer updates and the loss, on CudaContext.
-#include "core/backend/cuda_backend.h"
-
+#include "core/backend/cuda/clip_kernels.h"
 #include "core/backend/cuda/cuda_batch_stager.h"
 #include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda/cuda_context.h"
 #include "core/backend/cuda/cuda_loss.h"
+#include "core/backend/cuda/cuda_step_graph.h"
+#include "core/backend/cuda/cuda_step_scalars.h"
 #include "core/backend/cuda/elementwise_kernels.h"
 #include "core/backend/cuda/event_span_clock.h"
 #include "core/backend/cuda/optimizer_kernels.h"
+#include "core/backend/cuda_backend.h"
 
 namespace dtrain {
 
@@ -25,7 +27,9 @@ class CudaBackendImpl final : public CudaBackend {
   void copy(int device, void* dst, const void* src, size_t bytes, bool to_host) override {
     CudaContext::of(device).copy(dst, src, bytes, to_host);
   }
-  void fill(int device, float* p, int64_t n, float value) override { CudaContext::of(device).fill(p, n, value); }
+  void fill(int device, float* p, int64_t n, float value) override {
+    CudaContext::of(device).fill(p, n, value);
+  }
   void add(int device, float* dst, const float* src, int64_t n) override {
     CudaContext::of(device).add(dst, src, n);
   }
@@ -43,6 +47,17 @@ class CudaBackendImpl final : public CudaBackend {
                      CudaContext::of(device).stream());
     launched("launch the Adam update");
   }
+  void sgdUpdateFromDevice(int device, float* params, const float* grads, float* momentum_buf, int64_t n,
+                           bool momentum, bool nesterov, const StepScalars* scalars) override {
+    cuda::sgdUpdateFromDevice(params, grads, momentum_buf, n, momentum, nesterov, scalars,
+                              CudaContext::of(device).stream());
+    launched("launch the SGD update");
+  }
+  void adamUpdateFromDevice(int device, float* params, const float* grads, float* m, float* v, int64_t n,
+                            const StepScalars* scalars) override {
+    cuda::adamUpdateFromDevice(params, grads, m, v, n, scalars, CudaContext::of(device).stream());
+    launched("launch the Adam update");
+  }
   void setTf32(int device, bool allow) override { CudaContext::of(device).setTf32(allow); }
   void scale(int device, float* x, int64_t n, float s) override {
     cuda::scale(x, n, s, CudaContext::of(device).stream());
@@ -58,14 +73,26 @@ class CudaBackendImpl final : public CudaBackend {
     return out;
   }
 
+  void clipByNorm(int device, float* x, int64_t n, double max_norm) override {
+    cuda::clipByNorm(x, n, max_norm, CudaContext::of(device).stream());
+    launched("launch the gradient clipping");
+  }
+
   std::unique_ptr<DeviceLoss> makeLoss(int device, int64_t classes) override {
     return std::make_unique<CudaLoss>(CudaContext::of(device), classes);
   }
   std::unique_ptr<SpanClock> spanClock(int device) override {
     return std::make_unique<EventSpanClock>(CudaContext::of(device));
   }
-  std::unique_ptr<BatchStager> batchStager(int device, int64_t max_image_floats, int64_t max_labels) override {
+  std::unique_ptr<BatchStager> batchStager(int device, int64_t max_image_floats,
+                                           int64_t max_labels) override {
     return std::make_unique<CudaBatchStager>(CudaContext::of(device), max_image_floats, max_labels);
+  }
+  std::unique_ptr<StepScalarsBuffer> stepScalars(int device) override {
+    return std::make_unique<CudaStepScalarsBuffer>(CudaContext::of(device));
+  }
+  std::unique_ptr<StepRecording> recordStep(int device) override {
+    return CudaStepGraph::beginRecording(CudaContext::of(device));
   }
 };
 
@@ -73,7 +100,7 @@ class CudaBackendImpl final : public CudaBackend {
 
 }  // namespace dtrain
 
-extern "C" dtrain::CudaBackend* dtrain_cuda_backend_v1() {
+extern "C" dtrain::CudaBackend* dtrain_cuda_backend_v2() {
   static dtrain::CudaBackendImpl backend;  // lives as long as the module, which is never unloaded
   return &backend;
 }

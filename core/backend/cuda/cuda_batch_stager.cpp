@@ -31,8 +31,8 @@ BatchStager::Staged CudaBatchStager::stage(const float* images, int64_t image_fl
                                            int64_t n) {
   if (image_floats > max_image_floats_ || n > max_labels_)
     throw Error("CudaBatchStager: a batch of " + std::to_string(n) + " samples (" +
-                std::to_string(image_floats) + " floats) exceeds its buffers (" + std::to_string(max_labels_) +
-                " samples, " + std::to_string(max_image_floats_) + " floats)");
+                std::to_string(image_floats) + " floats) exceeds its buffers (" +
+                std::to_string(max_labels_) + " samples, " + std::to_string(max_image_floats_) + " floats)");
   Buffer& b = buffers_[next_];
   // The pinned labels are rewritten by the host: their last copy must have
   // run. It has, two steps on, unless the device is that far behind.
@@ -49,7 +49,7 @@ BatchStager::Staged CudaBatchStager::stage(const float* images, int64_t image_fl
   b.copied.makeWait(ctx_.stream());  // the step reads the batch only once it is there
   current_ = next_;
   next_ = (next_ + 1) % kBuffers;
-  return Staged{static_cast<float*>(b.images.get()), static_cast<int32_t*>(b.labels.get())};
+  return Staged{static_cast<float*>(b.images.get()), static_cast<int32_t*>(b.labels.get()), current_};
 }
 
 void CudaBatchStager::doneWith() {

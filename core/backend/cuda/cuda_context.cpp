@@ -14,6 +14,10 @@ namespace dtrain {
 
 namespace {
 
+// cuBLAS's workspace: NVIDIA's recommendation for Hopper, enough for every
+// GPU before it.
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+
 // The stream is made for the device current when the context is built.
 int selectDevice(int device) {
   const int count = visibleCudaDevices();
@@ -31,7 +35,9 @@ CudaContext::CudaContext(int device)
     : device_(selectDevice(device)),
       stream_(),
       allocator_(cudaRawAllocator(device)),
-      cublas_(std::make_unique<CublasHandle>(stream_.get(), false)),
+      cublas_workspace_(allocate(kCublasWorkspaceBytes)),
+      cublas_(std::make_unique<CublasHandle>(stream_.get(), false, cublas_workspace_.get(),
+                                             kCublasWorkspaceBytes)),
       cublas_lt_(std::make_unique<CublasLtHandle>()),
       cudnn_(std::make_unique<CudnnHandle>(stream_.get())) {}
 
@@ -58,7 +64,8 @@ cudnnHandle_t CudaContext::cudnn() const { return cudnn_->get(); }
 
 void CudaContext::setTf32(bool allow) {
   if (allow == tf32_) return;
-  cublas_ = std::make_unique<CublasHandle>(stream_.get(), allow);
+  cublas_ =
+      std::make_unique<CublasHandle>(stream_.get(), allow, cublas_workspace_.get(), kCublasWorkspaceBytes);
   tf32_ = allow;
 }
 

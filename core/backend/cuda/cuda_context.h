@@ -57,6 +57,8 @@ class CudaContext {
   // workspace() and tryAllocate() as the library wrappers take them.
   LibraryMemory libraryMemory();
   CachingAllocatorStats memoryStats() const { return allocator_.stats(); }
+  // For recording the stream's work as a graph (cuda_step_graph.h).
+  CachingAllocator& allocator() { return allocator_; }
 
   // Queued on the stream; a copy into host memory waits until it has arrived.
   void copy(void* dst, const void* src, size_t bytes, bool to_host);
@@ -70,6 +72,7 @@ class CudaContext {
   int device_;
   CudaStream stream_;
   CachingAllocator allocator_;
+  std::shared_ptr<void> cublas_workspace_;  // before cublas_, which uses it
   std::unique_ptr<CublasHandle> cublas_;
   std::unique_ptr<CublasLtHandle> cublas_lt_;
   std::unique_ptr<CudnnHandle> cudnn_;

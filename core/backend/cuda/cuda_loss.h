@@ -23,6 +23,8 @@ class CudaLoss : public DeviceLoss {
   void snapshot() override;
   LossSums takeSnapshot() override;
   int pendingSnapshots() const override { return static_cast<int>(pending_.size()); }
+  int64_t queuedSamples() const override { return samples_; }
+  void setQueuedSamples(int64_t samples) override { samples_ = samples; }
 
  private:
   // The device's sums, zeroed after each snapshot.

@@ -20,7 +20,15 @@ RawAllocator cudaRawAllocator(int device) {
   raw.allocate = [device](size_t bytes) -> void* {
     useDevice(device);
     void* p = nullptr;
+    // While the stream records a graph, cudaMalloc is a call the capture
+    // refuses (it is not queued on the stream). Here it is safe: the caching
+    // allocator keeps every block the recording touches for the graph
+    // (CachingAllocator::beginRecording), so the thread allows it just for
+    // this call.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
     const cudaError_t status = cudaMalloc(&p, bytes);
+    cudaThreadExchangeStreamCaptureMode(&mode);
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // clear it: the cache retries after freeing
       return nullptr;

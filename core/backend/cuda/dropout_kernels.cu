@@ -4,15 +4,40 @@
 #include "core/backend/cuda/group_cursor.h"
 #include "core/backend/cuda/launch_shape.h"
 #include "core/backend/dropout_mask.h"
+#include "core/backend/step_scalars.h"
 
 namespace dtrain::cuda {
 
 namespace {
 
+// Where a kernel takes its row keys from: the call's seed and first sample,
+// or a recorded step's, read from device memory at run time.
+struct KeyByValue {
+  uint64_t layer_key;
+  int64_t first_sample;
+  __device__ void get(uint64_t& key, int64_t& first) const {
+    key = layer_key;
+    first = first_sample;
+  }
+};
+
+struct KeyFromDevice {
+  const StepScalars* step;
+  int64_t layer;
+  __device__ void get(uint64_t& key, int64_t& first) const {
+    key = dropout_mask::layerKey(step->seed, layer);
+    first = step->sample_offset;
+  }
+};
+
 // out[r, e] = keep(r, e) ? in[r, e] * scale : 0; the row of element i is
 // tracked as the "group" of a [1, rows, cols] layout.
-__global__ void dropoutKernel(const float* in, float* out, int64_t rows, int64_t cols, uint64_t layer_key,
-                              int64_t first_sample, uint32_t threshold, float scale) {
+template <typename KeySource>
+__global__ void dropoutKernel(const float* in, float* out, int64_t rows, int64_t cols, KeySource source,
+                              uint32_t threshold, float scale) {
+  uint64_t layer_key;
+  int64_t first_sample;
+  source.get(layer_key, first_sample);
   const int64_t total = rows * cols;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
@@ -25,9 +50,16 @@ __global__ void dropoutKernel(const float* in, float* out, int64_t rows, int64_t
 void apply(const float* in, float* out, int64_t rows, int64_t cols, float rate, const ops::DropoutKey& key,
            cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
-  dropoutKernel<<<gridStrideBlocks(rows * cols), kElementwiseThreads, 0, stream>>>(
-      in, out, rows, cols, dropout_mask::layerKey(key.seed, key.layer), key.first_sample,
-      dropout_mask::dropThreshold(rate), dropout_mask::keptScale(rate));
+  const unsigned blocks = gridStrideBlocks(rows * cols);
+  const uint32_t threshold = dropout_mask::dropThreshold(rate);
+  const float scale = dropout_mask::keptScale(rate);
+  if (key.on_device)
+    dropoutKernel<<<blocks, kElementwiseThreads, 0, stream>>>(
+        in, out, rows, cols, KeyFromDevice{key.on_device, key.layer}, threshold, scale);
+  else
+    dropoutKernel<<<blocks, kElementwiseThreads, 0, stream>>>(
+        in, out, rows, cols, KeyByValue{dropout_mask::layerKey(key.seed, key.layer), key.first_sample},
+        threshold, scale);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // dropoutForward / dropoutBackward; the mask is core/backend/dropout_mask.h,
 // one definition for both), so a sample keeps the same elements on every
 // device, thread and rank. Queued on `stream`, never synchronising; device
-// pointers; rows = samples of `cols` elements; rate in [0, 1).
+// pointers; rows = samples of `cols` elements; rate in [0, 1). With
+// key.on_device the seed and first sample are read from there when the kernel
+// runs (a step recorded as a CUDA graph replays with each step's own).
 #pragma once
 #include <cuda_runtime.h>
 

@@ -1,5 +1,7 @@
 // Grid-stride loops around the shared element rules; the variant is chosen
-// once per call, as the CPU loops do.
+// once per call, as the CPU loops do. Each kernel takes its step scalars from
+// a source: by value (the call's), or from device memory (a recorded step's,
+// rewritten by the host before each replay); the loops are the same code.
 #include "core/backend/cuda/launch_shape.h"
 #include "core/backend/cuda/optimizer_kernels.h"
 #include "core/errors.h"
@@ -9,15 +11,31 @@ namespace dtrain::cuda {
 
 namespace {
 
-__global__ void sgdPlainKernel(float* p, const float* g, int64_t n, update_rules::SgdScalars s) {
+template <typename Scalars>
+struct ByValue {
+  Scalars s;
+  __device__ Scalars get() const { return s; }
+};
+
+// What the host wrote into StepScalars::optimizer; every thread reads the
+// same few bytes, which the cache broadcasts.
+template <typename Scalars>
+struct FromDevice {
+  const StepScalars* step;
+  __device__ Scalars get() const { return *reinterpret_cast<const Scalars*>(step->optimizer); }
+};
+
+template <typename Source>
+__global__ void sgdPlainKernel(float* p, const float* g, int64_t n, Source source) {
+  const update_rules::SgdScalars s = source.get();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     p[i] = update_rules::sgdPlain(p[i], g[i], s);
 }
 
-template <bool kNesterov>
-__global__ void sgdMomentumKernel(float* p, const float* g, float* buf, int64_t n,
-                                  update_rules::SgdScalars s) {
+template <bool kNesterov, typename Source>
+__global__ void sgdMomentumKernel(float* p, const float* g, float* buf, int64_t n, Source source) {
+  const update_rules::SgdScalars s = source.get();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float pi = p[i], bi = buf[i];
@@ -27,8 +45,9 @@ __global__ void sgdMomentumKernel(float* p, const float* g, float* buf, int64_t 
   }
 }
 
-__global__ void adamKernel(float* p, const float* g, float* m, float* v, int64_t n,
-                           update_rules::AdamScalars s) {
+template <typename Source>
+__global__ void adamKernel(float* p, const float* g, float* m, float* v, int64_t n, Source source) {
+  const update_rules::AdamScalars s = source.get();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float pi = p[i], mi = m[i], vi = v[i];
@@ -39,22 +58,29 @@ __global__ void adamKernel(float* p, const float* g, float* m, float* v, int64_t
   }
 }
 
+template <typename Source>
+void launchSgd(float* params, const float* grads, float* momentum_buf, int64_t n, bool momentum,
+               bool nesterov, Source source, cudaStream_t stream) {
+  if (momentum && !momentum_buf)
+    throw Error("cuda::sgdUpdate: momentum needs a momentum buffer, got none (allocate n floats, zeroed)");
+  if (n <= 0) return;
+  const unsigned blocks = gridStrideBlocks(n);
+  if (!momentum)
+    sgdPlainKernel<<<blocks, kElementwiseThreads, 0, stream>>>(params, grads, n, source);
+  else if (nesterov)
+    sgdMomentumKernel<true>
+        <<<blocks, kElementwiseThreads, 0, stream>>>(params, grads, momentum_buf, n, source);
+  else
+    sgdMomentumKernel<false>
+        <<<blocks, kElementwiseThreads, 0, stream>>>(params, grads, momentum_buf, n, source);
+}
+
 }  // namespace
 
 void sgdUpdate(float* params, const float* grads, float* momentum_buf, int64_t n, double lr, double momentum,
                bool nesterov, double weight_decay, cudaStream_t stream) {
-  if (momentum != 0.0 && !momentum_buf)
-    throw Error("cuda::sgdUpdate: momentum " + std::to_string(momentum) +
-                " needs a momentum buffer, got none (allocate n floats, zeroed)");
-  if (n <= 0) return;
-  const update_rules::SgdScalars s = update_rules::sgdScalars(lr, momentum, weight_decay);
-  const unsigned blocks = gridStrideBlocks(n);
-  if (momentum == 0.0)
-    sgdPlainKernel<<<blocks, kElementwiseThreads, 0, stream>>>(params, grads, n, s);
-  else if (nesterov)
-    sgdMomentumKernel<true><<<blocks, kElementwiseThreads, 0, stream>>>(params, grads, momentum_buf, n, s);
-  else
-    sgdMomentumKernel<false><<<blocks, kElementwiseThreads, 0, stream>>>(params, grads, momentum_buf, n, s);
+  launchSgd(params, grads, momentum_buf, n, momentum != 0.0, nesterov,
+            ByValue<update_rules::SgdScalars>{update_rules::sgdScalars(lr, momentum, weight_decay)}, stream);
 }
 
 void adamUpdate(float* params, const float* grads, float* m, float* v, int64_t n, double lr, double beta1,
@@ -62,9 +88,22 @@ void adamUpdate(float* params, const float* grads, float* m, float* v, int64_t n
                 cudaStream_t stream) {
   if (step < 1) throw Error("cuda::adamUpdate: step must be >= 1, got " + std::to_string(step));
   if (n <= 0) return;
-  const update_rules::AdamScalars s =
-      update_rules::adamScalars(lr, beta1, beta2, eps, weight_decay, decoupled, step);
-  adamKernel<<<gridStrideBlocks(n), kElementwiseThreads, 0, stream>>>(params, grads, m, v, n, s);
+  const ByValue<update_rules::AdamScalars> source{
+      update_rules::adamScalars(lr, beta1, beta2, eps, weight_decay, decoupled, step)};
+  adamKernel<<<gridStrideBlocks(n), kElementwiseThreads, 0, stream>>>(params, grads, m, v, n, source);
+}
+
+void sgdUpdateFromDevice(float* params, const float* grads, float* momentum_buf, int64_t n, bool momentum,
+                         bool nesterov, const StepScalars* scalars, cudaStream_t stream) {
+  launchSgd(params, grads, momentum_buf, n, momentum, nesterov, FromDevice<update_rules::SgdScalars>{scalars},
+            stream);
+}
+
+void adamUpdateFromDevice(float* params, const float* grads, float* m, float* v, int64_t n,
+                          const StepScalars* scalars, cudaStream_t stream) {
+  if (n <= 0) return;
+  adamKernel<<<gridStrideBlocks(n), kElementwiseThreads, 0, stream>>>(
+      params, grads, m, v, n, FromDevice<update_rules::AdamScalars>{scalars});
 }
 
 }  // namespace dtrain::cuda

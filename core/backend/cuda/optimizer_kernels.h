@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "core/backend/step_scalars.h"
+
 namespace dtrain::cuda {
 
 // torch.optim.SGD semantics as core/optim/sgd.h. momentum_buf (zeroed before
@@ -21,5 +23,14 @@ void sgdUpdate(float* params, const float* grads, float* momentum_buf, int64_t n
 void adamUpdate(float* params, const float* grads, float* m, float* v, int64_t n, double lr, double beta1,
                 double beta2, double eps, double weight_decay, bool decoupled, int64_t step,
                 cudaStream_t stream);
+
+// The same two updates with their scalars read from device memory
+// (StepScalars::optimizer: an update_rules::SgdScalars or AdamScalars), so a
+// recorded step replays with each step's learning rate and bias corrections.
+// `momentum` says whether momentum_buf is used (the CPU's momentum != 0).
+void sgdUpdateFromDevice(float* params, const float* grads, float* momentum_buf, int64_t n, bool momentum,
+                         bool nesterov, const StepScalars* scalars, cudaStream_t stream);
+void adamUpdateFromDevice(float* params, const float* grads, float* m, float* v, int64_t n,
+                          const StepScalars* scalars, cudaStream_t stream);
 
 }  // namespace dtrain::cuda

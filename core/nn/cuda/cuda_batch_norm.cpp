@@ -1,9 +1,13 @@
 #include "core/nn/cuda/cuda_batch_norm.h"
 
+#include <cstdio>
+#include <exception>
 #include <string>
 
+#include "core/backend/algorithm_cache.h"
 #include "core/backend/cuda/cudnn_handle.h"
 #include "core/backend/cuda/fill_kernels.h"
+#include "core/backend/cuda/median_time.h"
 #include "core/nn/layers/batch_norm_moments.h"
 #include "core/nn/layers/layer_util.h"
 
@@ -13,10 +17,22 @@ namespace {
 
 const float kOne = 1.0f, kZero = 0.0f;
 
+const char* activationName(ops::FusedActivation act) {
+  switch (act) {
+    case ops::FusedActivation::None:
+      return "none";
+    case ops::FusedActivation::Relu:
+      return "relu";
+    case ops::FusedActivation::Relu6:
+      return "relu6";
+  }
+  return "?";
+}
+
 }  // namespace
 
-CudaBatchNorm::CudaBatchNorm(const BatchNorm& cpu, CudaContext& ctx)
-    : BatchNorm(cpu.name(), cpu.config()), ctx_(ctx) {}
+CudaBatchNorm::CudaBatchNorm(const BatchNorm& cpu, CudaContext& ctx, const GpuLayerOptions& options)
+    : BatchNorm(cpu.name(), cpu.config()), ctx_(ctx), options_(options) {}
 CudaBatchNorm::~CudaBatchNorm() = default;
 
 void CudaBatchNorm::allocate() {
@@ -55,15 +71,21 @@ const CudnnTensorDescriptor& CudaBatchNorm::dataDescriptor(int64_t n) {
 void CudaBatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
   allocate();
   const Tensor& x = *in[0];
+  const float* residual = residual_ ? in[1]->data() : nullptr;
   if (ctx.training && ctx.stats_reducer) {
-    forwardReduced(x, out, ctx);
-    return;
-  }
-  if (ctx.training) {
-    forwardCudnn(x, out, ctx);
+    forwardReduced(x, out, residual, ctx);
     return;
   }
   const int64_t n = x.dim(0);
+  if (ctx.training) {
+    checkTrainingCount(static_cast<double>(n * plane_));
+    last_path_ = pathFor(x, out, residual);
+    if (last_path_ == BatchNormPath::Cudnn)
+      forwardCudnn(x, out, residual, ctx.updates_buffers);
+    else
+      forwardOwn(x, out, residual, ctx.updates_buffers);
+    return;
+  }
   if (n == 0) return;
   const cudnnTensorDescriptor_t xd = dataDescriptor(n).get();
   checkCudnn(cudnnBatchNormalizationForwardInference(
@@ -71,13 +93,92 @@ void CudaBatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, c
                  &kZero, xd, x.data(), xd, out.data(), param_descriptor_->get(), gammaOrOnes(), betaOrZeros(),
                  running_mean_.data(), running_var_.data(), config_.epsilon),
              ("batch normalisation inference of " + layer_util::label(*this)).c_str());
-  cuda::fusedActivationForward(out.data(), out.numel(), act_, ctx_.stream());
+  cuda::fusedActivationForward(out.data(), residual, out.numel(), act_, ctx_.stream());
 }
 
-void CudaBatchNorm::forwardCudnn(const Tensor& x, Tensor& y, const LayerContext& ctx) {
+BatchNormPath CudaBatchNorm::pathFor(const Tensor& x, Tensor& y, const float* residual) {
+  if (forced_path_) return *forced_path_;
   const int64_t n = x.dim(0);
-  checkTrainingCount(static_cast<double>(n * plane_));
-  const bool update = ctx.updates_buffers;
+  auto found = chosen_.find(n);
+  if (found != chosen_.end()) return found->second.path;
+  BatchNormAlgorithmKey key;
+  key.batch = n;
+  key.channels = channels_;
+  key.plane = plane_;
+  key.activation = activationName(act_);
+  key.residual = residual != nullptr;
+  const std::string text = algorithmKey(key);
+  if (options_.algorithms) {
+    const std::optional<AlgorithmChoice> cached = options_.algorithms->find(text);
+    if (cached && (cached->algo == static_cast<int64_t>(BatchNormPath::Cudnn) ||
+                   cached->algo == static_cast<int64_t>(BatchNormPath::Own))) {
+      const auto path = static_cast<BatchNormPath>(cached->algo);
+      chosen_[n] = Chosen{path, cached->time_ms, -1.0, true};
+      return path;
+    }
+  }
+  const double cudnn_ms = timePath(BatchNormPath::Cudnn, x, y, residual);
+  const double own_ms = timePath(BatchNormPath::Own, x, y, residual);
+  // cuDNN, the path from before there was a choice, unless ours is faster
+  // (or cuDNN could not be timed).
+  const bool own = own_ms >= 0 && (cudnn_ms < 0 || own_ms < cudnn_ms);
+  const Chosen chosen{own ? BatchNormPath::Own : BatchNormPath::Cudnn, own ? own_ms : cudnn_ms,
+                      own ? cudnn_ms : own_ms, false};
+  chosen_[n] = chosen;
+  if (options_.algorithms && chosen.time_ms >= 0) {
+    AlgorithmChoice record;
+    record.algo = static_cast<int64_t>(chosen.path);
+    record.time_ms = chosen.time_ms;
+    options_.algorithms->record(text, record);
+  }
+  return chosen.path;
+}
+
+double CudaBatchNorm::timePath(BatchNormPath path, const Tensor& x, Tensor& y, const float* residual) {
+  const int64_t count = x.numel();
+  float* dx = unused_dx_.floats(count, x.device());
+  float* dresidual = residual ? unused_dresidual_.floats(count, x.device()) : nullptr;
+  // y serves as the output gradient (any values take the same time); the
+  // running statistics are not updated and the parameter gradients go to
+  // scratch, so the layer's state is as if the run had not happened. y and
+  // the per-pass statistics are overwritten by the pass that follows.
+  return medianMilliseconds(ctx_.stream(), 3, [&] {
+    try {
+      if (path == BatchNormPath::Cudnn) {
+        forwardCudnn(x, y, residual, false);
+        backwardCudnn(x, y, y, dx, dresidual, Into::Scratch);
+      } else {
+        forwardOwn(x, y, residual, false);
+        backwardOwn(x, y, y, dx, dresidual, Into::Scratch, true, nullptr);
+      }
+      return cudaGetLastError() == cudaSuccess;
+    } catch (const std::exception&) {
+      return false;
+    }
+  });
+}
+
+std::string CudaBatchNorm::algorithmName(int64_t batch) const {
+  if (forced_path_) return std::string(batchNormPathName(*forced_path_)) + " (forced)";
+  auto found = chosen_.find(batch);
+  if (found == chosen_.end()) return "";
+  const Chosen& c = found->second;
+  std::string text = batchNormPathName(c.path);
+  const BatchNormPath other = c.path == BatchNormPath::Cudnn ? BatchNormPath::Own : BatchNormPath::Cudnn;
+  char ms[96];
+  if (c.cached)
+    std::snprintf(ms, sizeof ms, " (cached, %.3f ms)", c.time_ms);
+  else if (c.time_ms < 0)
+    std::snprintf(ms, sizeof ms, " (neither path could be timed)");
+  else if (c.other_ms < 0)
+    std::snprintf(ms, sizeof ms, " %.3f ms (%s could not be timed)", c.time_ms, batchNormPathName(other));
+  else
+    std::snprintf(ms, sizeof ms, " %.3f ms (%s %.3f ms)", c.time_ms, batchNormPathName(other), c.other_ms);
+  return text + ms;
+}
+
+void CudaBatchNorm::forwardCudnn(const Tensor& x, Tensor& y, const float* residual, bool update) {
+  const int64_t n = x.dim(0);
   const cudnnTensorDescriptor_t xd = dataDescriptor(n).get();
   checkCudnn(cudnnBatchNormalizationForwardTraining(
                  ctx_.cudnn(), plane_ > 1 ? CUDNN_BATCHNORM_SPATIAL : CUDNN_BATCHNORM_PER_ACTIVATION, &kOne,
@@ -85,10 +186,29 @@ void CudaBatchNorm::forwardCudnn(const Tensor& x, Tensor& y, const LayerContext&
                  config_.momentum, update ? running_mean_.data() : nullptr,
                  update ? running_var_.data() : nullptr, config_.epsilon, stats_out_.mean, stats_out_.invstd),
              ("batch normalisation forward of " + layer_util::label(*this)).c_str());
-  cuda::fusedActivationForward(y.data(), y.numel(), act_, ctx_.stream());
+  cuda::fusedActivationForward(y.data(), residual, y.numel(), act_, ctx_.stream());
 }
 
-void CudaBatchNorm::forwardReduced(const Tensor& x, Tensor& y, const LayerContext& ctx) {
+void CudaBatchNorm::forwardOwn(const Tensor& x, Tensor& y, const float* residual, bool update) {
+  const cuda::BatchNormDims d = dims(x.dim(0));
+  const cudaStream_t stream = ctx_.stream();
+  const int64_t c = channels_;
+  // All on the device: the moments come from the sums without the host, so
+  // nothing waits for the stream (see batchNormMomentsFromShiftedSums for why
+  // one round suffices here).
+  cuda::batchNormShiftedSums(x.data(), d, running_mean_.data(), shifts_, shifted_sums_, stream);
+  cuda::batchNormMomentsFromShiftedSums(shifted_sums_, shifts_, c, moments_, stream);
+  cuda::batchNormBatchStatistics(
+      moments_, static_cast<double>(d.n * d.plane), c, config_.momentum, config_.epsilon,
+      config_.scale ? gamma_.data() : nullptr, config_.center ? beta_.data() : nullptr,
+      update ? running_mean_.data() : nullptr, update ? running_var_.data() : nullptr, stats_out_, out_scale_,
+      out_shift_, stream);
+  cuda::batchNormApply(x.data(), y.data(), d, stats_out_.mean, out_scale_, out_shift_, residual, act_,
+                       stream);
+}
+
+void CudaBatchNorm::forwardReduced(const Tensor& x, Tensor& y, const float* residual,
+                                   const LayerContext& ctx) {
   const cuda::BatchNormDims d = dims(x.dim(0));
   const cudaStream_t stream = ctx_.stream();
   const bool update = ctx.updates_buffers;
@@ -124,33 +244,38 @@ void CudaBatchNorm::forwardReduced(const Tensor& x, Tensor& y, const LayerContex
       moments_, count, c, config_.momentum, config_.epsilon, config_.scale ? gamma_.data() : nullptr,
       config_.center ? beta_.data() : nullptr, update ? running_mean_.data() : nullptr,
       update ? running_var_.data() : nullptr, stats_out_, out_scale_, out_shift_, stream);
-  cuda::batchNormApply(x.data(), y.data(), d, stats_out_.mean, out_scale_, out_shift_, act_, stream);
+  cuda::batchNormApply(x.data(), y.data(), d, stats_out_.mean, out_scale_, out_shift_, residual, act_,
+                       stream);
 }
 
 void CudaBatchNorm::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                              const std::vector<Tensor*>& din, const LayerContext& ctx) {
-  if (!din[0] && !config_.scale && !config_.center) return;
+  float* dx = din[0] ? din[0]->data() : nullptr;
+  float* dresidual = residual_ && din[1] ? din[1]->data() : nullptr;
+  if (!dx && !dresidual && !config_.scale && !config_.center) return;
   allocate();
-  if (ctx.training && !ctx.stats_reducer)
-    backwardCudnn(*in[0], out, dout, din[0]);
+  if (ctx.training && !ctx.stats_reducer && last_path_ == BatchNormPath::Cudnn)
+    backwardCudnn(*in[0], out, dout, dx, dresidual, Into::Params);
   else
-    backwardOwn(*in[0], out, dout, din[0], ctx);
+    backwardOwn(*in[0], out, dout, dx, dresidual, Into::Params, ctx.training, ctx.stats_reducer);
 }
 
-void CudaBatchNorm::backwardCudnn(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
+void CudaBatchNorm::backwardCudnn(const Tensor& x, const Tensor& y, const Tensor& dy, float* dx,
+                                  float* dresidual, Into into) {
   const int64_t n = x.dim(0), count = dy.numel();
   if (n == 0) return;
   const cudaStream_t stream = ctx_.stream();
   const float* g = dy.data();
-  if (act_ != ops::FusedActivation::None) {
-    float* masked = masked_.floats(count, dy.device());
+  if (act_ != ops::FusedActivation::None || dresidual) {
+    // The masked gradient is the residual's: written there when it is wanted.
+    float* masked = dresidual ? dresidual : masked_.floats(count, dy.device());
     cuda::fusedActivationBackward(y.data(), g, masked, count, act_, stream);
     g = masked;
   }
-  float* dx_data = dx ? dx->data() : unused_dx_.floats(count, dy.device());
+  float* dx_data = dx ? dx : unused_dx_.floats(count, dy.device());
   // cuDNN writes both parameter gradients with one blend factor: straight
   // into ours (+=) when the layer has both, else into scratch (=), added after.
-  const bool both = config_.scale && config_.center;
+  const bool both = config_.scale && config_.center && into == Into::Params;
   const float param_blend = both ? 1.0f : 0.0f;
   const cudnnTensorDescriptor_t xd = dataDescriptor(n).get();
   checkCudnn(cudnnBatchNormalizationBackward(
@@ -159,28 +284,31 @@ void CudaBatchNorm::backwardCudnn(const Tensor& x, const Tensor& y, const Tensor
                  gammaOrOnes(), both ? dgamma_.data() : dgamma_scratch_,
                  both ? dbeta_.data() : dbeta_scratch_, config_.epsilon, stats_out_.mean, stats_out_.invstd),
              ("batch normalisation backward of " + layer_util::label(*this)).c_str());
-  if (both) return;
+  if (both || into == Into::Scratch) return;
   if (config_.scale) cuda::axpy(1.0f, dgamma_scratch_, dgamma_.data(), channels_, stream);
   if (config_.center) cuda::axpy(1.0f, dbeta_scratch_, dbeta_.data(), channels_, stream);
 }
 
-void CudaBatchNorm::backwardOwn(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
-                                const LayerContext& ctx) {
+void CudaBatchNorm::backwardOwn(const Tensor& x, const Tensor& y, const Tensor& dy, float* dx,
+                                float* dresidual, Into into, bool training, StatsReducer* reducer) {
   const cuda::BatchNormDims d = dims(x.dim(0));
   const cudaStream_t stream = ctx_.stream();
   // At inference the pass normalised with the running statistics (cuDNN's
   // inference call keeps none for us).
-  if (!ctx.training)
+  if (!training)
     cuda::batchNormFrozenStatistics(running_mean_.data(), running_var_.data(), channels_, config_.epsilon,
                                     stats_out_, stream);
+  if (dresidual) cuda::fusedActivationBackward(y.data(), dy.data(), dresidual, dy.numel(), act_, stream);
+  const bool params = into == Into::Params;
   cuda::batchNormGradSums(x.data(), y.data(), dy.data(), d, act_, stats_out_, grad_sums_,
-                          config_.scale ? dgamma_.data() : nullptr, config_.center ? dbeta_.data() : nullptr,
-                          stream);
+                          config_.scale ? (params ? dgamma_.data() : dgamma_scratch_) : nullptr,
+                          config_.center ? (params ? dbeta_.data() : dbeta_scratch_) : nullptr, stream);
   if (!dx) return;  // every replica skips alike: the model is the same
-  if (ctx.training) ctx.stats_reducer->allReduceSum(grad_sums_, 2 * channels_);
+  // Without a reducer this process's sums are the whole batch's.
+  if (training && reducer) reducer->allReduceSum(grad_sums_, 2 * channels_);
   cuda::batchNormInputGrad(x.data(), y.data(), dy.data(), d, act_, stats_out_,
-                           config_.scale ? gamma_.data() : nullptr, ctx.training ? grad_sums_ : nullptr,
-                           shifted_sums_, dx->data(), stream);
+                           config_.scale ? gamma_.data() : nullptr, training ? grad_sums_ : nullptr,
+                           shifted_sums_, dx, stream);
 }
 
 }  // namespace dtrain

@@ -1,13 +1,25 @@
 // batch_norm on a GPU: the CPU layer's options, shapes, parameters and
 // buffers (core/nn/layers/batch_norm.h), computed on the device's compute
-// stream. Two paths for a training pass, chosen by LayerContext::stats_reducer
-// (forward and backward of one pass get the same context):
-//   null     this process computes the whole batch: cuDNN's batch
-//            normalisation (CUDNN_BATCHNORM_SPATIAL for [C,H,W],
-//            PER_ACTIVATION for [C]; its running variance is the unbiased
-//            one and its exponential average factor is the momentum, as
-//            PyTorch's), the fused relu/relu6 by a kernel of our own after
-//            forward and before backward.
+// stream. Paths for a training pass, by LayerContext::stats_reducer (forward
+// and backward of one pass get the same context):
+//   null     this process computes the whole batch, on the faster of two
+//            paths, timed on the first training pass of each batch size
+//            (forward + backward on the layer's own buffers with CUDA
+//            events, the median of 3, the layer's state untouched) or taken
+//            from the run's AlgorithmCache (core/backend/algorithm_keys.h,
+//            BatchNormAlgorithmKey); both are deterministic, so [job]
+//            deterministic allows either:
+//     cudnn  cuDNN's batch normalisation (CUDNN_BATCHNORM_SPATIAL for
+//            [C,H,W], PER_ACTIVATION for [C]; its running variance is the
+//            unbiased one and its exponential average factor is the
+//            momentum, as PyTorch's), the fused residual add and relu/relu6
+//            by one kernel of our own after forward, the mask before
+//            backward. cuDNN's NCHW kernels are slow at few channels.
+//     own    the kernels of batch_norm_kernels.h, with no host read-back:
+//            the shifted sums (K the running mean), the moments from them on
+//            the device in one round, the statistics, and one output pass
+//            with the residual and activation; backward sums [sum g,
+//            sum g * (x - mean)] and writes dx in one more pass.
 //   non-null the statistics are summed across ranks ([strategy]
 //            sync_batchnorm) with the CPU layer's vectors, in its order: the
 //            kernels of batch_norm_kernels.h sum [count, count * K,
@@ -27,15 +39,21 @@
 // wanted: frozen statistics) runs on our kernels.
 //
 // Ownership and threading: as every Layer. Device memory for the per-channel
-// statistics is allocated on the first pass and kept.
+// statistics is allocated on the first pass and kept. Timing a batch size
+// synchronises the stream once (not inside a CUDA graph capture: capture
+// after the first training step of each batch size).
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "core/backend/algorithm_keys.h"
 #include "core/backend/cuda/batch_norm_kernels.h"
 #include "core/backend/cuda/cuda_context.h"
 #include "core/backend/cuda/cudnn_descriptors.h"
+#include "core/nn/gpu_layer_options.h"
 #include "core/nn/layers/batch_norm.h"
 #include "core/nn/layers/scratch.h"
 
@@ -43,18 +61,36 @@ namespace dtrain {
 
 class CudaBatchNorm : public BatchNorm {
  public:
-  CudaBatchNorm(const BatchNorm& cpu, CudaContext& ctx);
+  CudaBatchNorm(const BatchNorm& cpu, CudaContext& ctx, const GpuLayerOptions& options = {});
   ~CudaBatchNorm() override;
 
   void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  // The single-process training path at this batch size ("cudnn", "own"),
+  // with its time when timed here or cached; "" before its first training pass.
+  std::string algorithmName(int64_t batch) const override;
+  // For tests: every single-process training pass takes `path`, untimed.
+  void forcePath(BatchNormPath path) { forced_path_ = path; }
 
  private:
-  void forwardCudnn(const Tensor& x, Tensor& y, const LayerContext& ctx);
-  void forwardReduced(const Tensor& x, Tensor& y, const LayerContext& ctx);
-  void backwardCudnn(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx);
-  void backwardOwn(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const LayerContext& ctx);
+  // Where a pass's parameter gradients go: the layer's (accumulated) or
+  // scratch (a timing run, which must leave them as they are).
+  enum class Into { Params, Scratch };
+
+  // The path for a single-process training pass of n samples: forced, chosen
+  // before, cached, or timed now on these buffers.
+  BatchNormPath pathFor(const Tensor& x, Tensor& y, const float* residual);
+  // Median milliseconds of forward + backward on `path`, state untouched; < 0 on failure.
+  double timePath(BatchNormPath path, const Tensor& x, Tensor& y, const float* residual);
+  void forwardCudnn(const Tensor& x, Tensor& y, const float* residual, bool update);
+  void forwardOwn(const Tensor& x, Tensor& y, const float* residual, bool update);
+  void forwardReduced(const Tensor& x, Tensor& y, const float* residual, const LayerContext& ctx);
+  void backwardCudnn(const Tensor& x, const Tensor& y, const Tensor& dy, float* dx, float* dresidual,
+                     Into into);
+  // The whole batch's sums when `reducer` is null in training.
+  void backwardOwn(const Tensor& x, const Tensor& y, const Tensor& dy, float* dx, float* dresidual, Into into,
+                   bool training, StatsReducer* reducer);
   // The device memory below, allocated once channels_ is known.
   void allocate();
   // x's descriptor for a batch of n (n >= 1), made on first use.
@@ -64,11 +100,21 @@ class CudaBatchNorm : public BatchNorm {
   const float* betaOrZeros() const { return config_.center ? beta_.data() : zeros_; }
 
   CudaContext& ctx_;
+  GpuLayerOptions options_;
   std::map<int64_t, CudnnTensorDescriptor> data_descriptors_;  // by batch size
   std::unique_ptr<CudnnTensorDescriptor> param_descriptor_;    // [1, C, 1, 1]
+  struct Chosen {
+    BatchNormPath path;
+    double time_ms;   // its median; < 0: neither path could be timed (then cuDNN, as before)
+    double other_ms;  // the other path's; < 0 when cached or not timed
+    bool cached;
+  };
+  std::map<int64_t, Chosen> chosen_;  // by batch size
+  std::optional<BatchNormPath> forced_path_;
+  BatchNormPath last_path_ = BatchNormPath::Cudnn;  // the last single-process training forward's
   std::shared_ptr<void> doubles_, floats_;
   // In doubles_: [count, count K, sum (x - K), sum (x - K)^2] (1 + 3C),
-  // sum (x - mean)^2 (C), the batch's [mean | variance] from the host (2C),
+  // sum (x - mean)^2 (C), the batch's [mean | variance] (2C),
   // [sum g, sum g (x - mean)] (2C).
   double* shifted_sums_ = nullptr;
   double* deviations_ = nullptr;
@@ -76,8 +122,9 @@ class CudaBatchNorm : public BatchNorm {
   double* grad_sums_ = nullptr;
   // In floats_, C each: the pass's statistics (cuDNN's saved mean and inverse
   // deviation on its path), the output pass's scale and shift, the stand-ins
-  // for a missing gamma (ones) and beta (zeros), and cuDNN's parameter
-  // gradients when one of them is missing; then the shifts K of the pass.
+  // for a missing gamma (ones) and beta (zeros), and parameter gradients
+  // that go nowhere (cuDNN's when one of them is missing, and timing runs');
+  // then the shifts K of the pass.
   cuda::BatchNormStats stats_out_{nullptr, nullptr};
   float* out_scale_ = nullptr;
   float* out_shift_ = nullptr;
@@ -89,7 +136,9 @@ class CudaBatchNorm : public BatchNorm {
   // Host copies of the reduced vectors and of what goes back to the device.
   std::vector<double> host_sums_, host_deviations_, host_moments_;
   std::vector<float> host_shifts_, host_mean_;
-  Scratch masked_, unused_dx_;  // dy masked by the fused activation; dx nobody asked for (cuDNN writes one)
+  // dy masked by the fused activation; dx and the residual's gradient nobody
+  // asked for (cuDNN writes a dx; timing runs write both).
+  Scratch masked_, unused_dx_, unused_dresidual_;
 };
 
 }  // namespace dtrain

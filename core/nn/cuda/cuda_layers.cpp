@@ -60,7 +60,7 @@ LayerRegistry cudaLayers(CudaContext& ctx, const GpuLayerOptions& gpu) {
   }
   r.add("add", onGpu<Add, CudaAdd>(ctx));
   r.add("avg_pool", onGpu<AvgPool, CudaAvgPool>(ctx));
-  r.add("batch_norm", onGpu<BatchNorm, CudaBatchNorm>(ctx));
+  r.add("batch_norm", onGpu<BatchNorm, CudaBatchNorm>(ctx, gpu));
   r.add("concat", onGpu<Concat, CudaConcat>(ctx));
   r.add("conv2d", onGpu<Conv2d, CudaConv2d>(ctx, gpu));
   r.add("depthwise_conv2d", onGpu<DepthwiseConv2d, CudaConv2d>(ctx, gpu));

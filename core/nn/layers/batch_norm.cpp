@@ -96,6 +96,13 @@ bool BatchNorm::fuseActivation(const std::string& type) {
   return true;
 }
 
+bool BatchNorm::fuseResidualAdd() {
+  // The activation must follow the sum: one fused before would apply to bn(x) alone.
+  if (residual_ || act_ != ops::FusedActivation::None) return false;
+  residual_ = true;
+  return true;
+}
+
 void BatchNorm::checkTrainingCount(double count) const {
   if (count > 1.0) return;
   throw ShapeError(layer_util::label(*this) + ": training needs more than one value per channel, got " +
@@ -166,11 +173,16 @@ void BatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, const
     scale_[k] = gamma ? gamma[k] * invstd_[k] : invstd_[k];
     shift_[k] = beta ? beta[k] : 0.0f;
   }
-  ops::batchNormApply(x, out.data(), n, c, plane_, mean_.data(), scale_.data(), shift_.data(), act_);
+  ops::batchNormApply(x, out.data(), n, c, plane_, mean_.data(), scale_.data(), shift_.data(),
+                      residual_ ? in[1]->data() : nullptr, act_);
 }
 
 void BatchNorm::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                          const std::vector<Tensor*>& din, const LayerContext& ctx) {
+  Tensor* dresidual = residual_ ? din[1] : nullptr;
+  // The residual's gradient is the sum's, masked by the activation: y was
+  // act(bn(x) + r), so the mask at y is the sum's.
+  if (dresidual) ops::fusedActivationGrad(out.data(), dout.data(), dresidual->data(), dout.numel(), act_);
   if (!din[0] && !config_.scale && !config_.center) return;
   const float* x = in[0]->data();
   const int64_t n = in[0]->dim(0), c = channels_;
@@ -209,13 +221,14 @@ void BatchNorm::backward(const std::vector<const Tensor*>& in, const Tensor& out
 
 int64_t BatchNorm::forwardFlops() const {
   const int64_t elements = channels_ * plane_;
-  return 2 * elements + (act_ == ops::FusedActivation::None ? 0 : elements);
+  return 2 * elements + (residual_ ? elements : 0) + (act_ == ops::FusedActivation::None ? 0 : elements);
 }
 
 std::string BatchNorm::describe() const {
   std::string s = "momentum " + numberText(config_.momentum) + ", epsilon " + numberText(config_.epsilon);
   if (!config_.scale) s += ", no scale";
   if (!config_.center) s += ", no center";
+  if (residual_) s += ", add fused";
   if (act_ == ops::FusedActivation::Relu) s += ", relu fused";
   if (act_ == ops::FusedActivation::Relu6) s += ", relu6 fused";
   return s;

@@ -6,7 +6,10 @@
 // > 0), scale (default true: a trained gamma, "weight", initialised to 1) and
 // center (default true: a trained beta, "bias", initialised to 0), as Keras.
 // Buffers (saved in checkpoints, not trained): running_mean (0) and
-// running_var (1). A following relu or relu6 may be fused (fuseActivation).
+// running_var (1). A following add of two inputs that reads only this
+// layer's output may be fused (fuseResidualAdd: y = bn(x) + r, r the add's
+// other input, as the model's second input of this layer), and then, or
+// instead, a following relu or relu6 (fuseActivation: y = act(bn(x) [+ r])).
 //
 // Training passes normalise with the batch's mean and biased variance, and
 // the running variance takes the unbiased one (PyTorch's rule); inference
@@ -39,6 +42,7 @@
 #include "core/backend/batch_norm_ops.h"
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"
+#include "core/nn/residual_add_fusion.h"
 
 namespace dtrain {
 
@@ -49,7 +53,7 @@ struct BatchNormConfig {
   bool center = true;  // beta
 };
 
-class BatchNorm : public Layer {
+class BatchNorm : public Layer, public ResidualAddFusion {
  public:
   BatchNorm(std::string name, BatchNormConfig config);
   static std::unique_ptr<Layer> create(const std::string& name, const LayerOptions& options,
@@ -66,11 +70,14 @@ class BatchNorm : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   // Accepts one "relu" or "relu6".
   bool fuseActivation(const std::string& type) override;
+  // Accepts once, before any activation is fused.
+  bool fuseResidualAdd() override;
   int64_t forwardFlops() const override;
   std::string describe() const override;
 
   const BatchNormConfig& config() const { return config_; }
   ops::FusedActivation activation() const { return act_; }
+  bool addsResidual() const { return residual_; }
 
  protected:  // the CUDA layer (core/nn/cuda/cuda_batch_norm.h) computes with these
   // Throws ShapeError unless a training pass has more than one value per
@@ -81,6 +88,7 @@ class BatchNorm : public Layer {
   int64_t channels_ = 0;
   int64_t plane_ = 1;  // H*W, or 1 for [C] inputs
   ops::FusedActivation act_ = ops::FusedActivation::None;
+  bool residual_ = false;                 // a fused add: forward's in[1] is added before act_
   Tensor gamma_, beta_, dgamma_, dbeta_;  // undefined without scale / center
   Tensor running_mean_, running_var_;
 

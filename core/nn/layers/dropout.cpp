@@ -45,7 +45,7 @@ void Dropout::forward(const std::vector<const Tensor*>& in, Tensor& out, const L
     return;
   }
   maskForward(in[0]->data(), out.data(), in[0]->dim(0),
-              ops::DropoutKey{ctx.seed, ctx.layer_index, ctx.sample_offset});
+              ops::DropoutKey{ctx.seed, ctx.layer_index, ctx.sample_offset, ctx.step_scalars});
 }
 
 void Dropout::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
@@ -56,7 +56,7 @@ void Dropout::backward(const std::vector<const Tensor*>& in, const Tensor& out, 
     return;
   }
   maskBackward(dout.data(), din[0]->data(), dout.dim(0),
-               ops::DropoutKey{ctx.seed, ctx.layer_index, ctx.sample_offset});
+               ops::DropoutKey{ctx.seed, ctx.layer_index, ctx.sample_offset, ctx.step_scalars});
 }
 
 void Dropout::maskForward(const float* x, float* y, int64_t rows, const ops::DropoutKey& key) {
