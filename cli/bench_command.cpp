@@ -21,7 +21,6 @@
 #include "datasets/loader_options.h"
 #include "datasets/loader_timing.h"
 #include "datasets/sampler.h"
-#include "strategies/mirrored.h"
 
 namespace dtrain::cli {
 namespace {
@@ -116,14 +115,13 @@ int runRank(const BenchAllreduceArgs& args, const WorkerAssignment& assignment) 
   const JobConfig job = benchJob(args);
   WorkerSession session(job, assignment);
   try {
-    auto* mirrored = dynamic_cast<MirroredStrategy*>(session.strategy().get());
-    if (!mirrored) throw Error("the worker session made no mirrored strategy to measure");
+    ProcessGroup& group = *session.group();
     AllReduceTimingOptions o;
     o.elements = elementsOf(args);
     o.warmup = args.warmup;
     o.iters = args.iters;
-    AllReduceTiming timing = timeAllReduce(mirrored->group(), o);
-    if (session.rank() == 0) report(args, mirrored->group(), o.elements, timing);
+    AllReduceTiming timing = timeAllReduce(group, o);
+    if (session.rank() == 0) report(args, group, o.elements, timing);
     session.leave();
     return kExitOk;
   } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include "core/io/json.h"
 #include "core/train/step_profile.h"
 #include "core/train/trainer.h"
+#include "strategies/make_strategy.h"
 
 namespace dtrain::cli {
 
@@ -57,7 +58,8 @@ void printReport(const StepReport& r, const JobConfig& job) {
               static_cast<long long>(r.warmup));
   std::printf("step %.3f ms (%.0f images/s)\n", ms(r.step_s), r.images_per_s);
   std::printf(
-      "  data wait %.3f  copy %.3f  forward %.3f  loss %.3f  backward %.3f  optimizer %.3f  communication %.3f  "
+      "  data wait %.3f  copy %.3f  forward %.3f  loss %.3f  backward %.3f  optimizer %.3f  communication "
+      "%.3f  "
       "host idle %.3f (ms per step)\n",
       ms(r.data_wait_s), ms(r.copy_s), ms(r.forward_s), ms(r.loss_s), ms(r.backward_s), ms(r.optimizer_s),
       ms(r.communication_s), ms(r.host_idle_s));
@@ -81,7 +83,8 @@ CLI::App* addBenchStepCommand(CLI::App& app, BenchStepArgs& args) {
       "step", "Train a few steps and show where a step's time goes, layer by layer");
   step->add_option("job", args.job_file, "Job file (TOML)")->required();
   step->add_option("--set", args.overrides, "Override a job key: --set job.device=cuda")->take_all();
-  step->add_option("--steps", args.steps, "Timed steps (default 20)")->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  step->add_option("--steps", args.steps, "Timed steps (default 20)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   step->add_option("--warmup", args.warmup, "Untimed steps first (default 5)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}));
   step->add_flag("--json", args.json, "Print one JSON object instead of a table");
@@ -99,6 +102,7 @@ int runBenchStep(const BenchStepArgs& args) {
   TrainerOptions options;
   options.quiet = true;
   options.profile = &profile;
+  options.strategy = makeStrategy(job.strategy, nullptr);
   Trainer trainer(job, options);
   const TrainOutcome outcome = trainer.run(nullptr);
   if (outcome.interrupted) return 128 + outcome.stop_signal;

@@ -16,6 +16,7 @@
 #include "core/launch/launcher_run.h"
 #include "core/launch/worker_session.h"
 #include "core/util/seconds.h"
+#include "strategies/make_strategy.h"
 
 namespace dtrain::cli {
 namespace {
@@ -52,7 +53,7 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
   if (job.data.loader_threads == 0 && job.data.dataset == "image_folder")
     job.data.loader_threads = std::max(1, resolveThreads(0) / assignment.local_workers);
   WorkerSession session(job, assignment, hooks.before_abort_exit);
-  options.strategy = session.strategy();
+  options.strategy = makeStrategy(job.strategy, session.group());
   options.local_index = assignment.localIndex();
   try {
     if (session.rank() == 0 && hooks.prepare_on_rank0) hooks.prepare_on_rank0();

@@ -24,6 +24,7 @@
 #include "core/errors.h"
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
+#include "strategies/make_strategy.h"
 
 namespace dtrain::cli {
 namespace {
@@ -173,7 +174,9 @@ int runResume(const ResumeArgs& args) {
   // The checkpoint directory, not RUN_DIR: rank 0 reads the one checked here.
   if (isMultiProcess(from.job))
     return runHostProcesses(from.job, workerCommand(from.checkpoint.dir, from.job), options, node);
-  Trainer trainer(from.job, options);
+  TrainerOptions alone = options;
+  alone.strategy = makeStrategy(from.job.strategy, nullptr);
+  Trainer trainer(from.job, alone);
   return reportOutcome(trainer.run(&from), from.job.job.run_dir);
 }
 

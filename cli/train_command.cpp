@@ -11,6 +11,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
+#include "strategies/make_strategy.h"
 
 namespace dtrain::cli {
 
@@ -60,6 +61,7 @@ int runTrain(const TrainArgs& args) {
     return runHostProcesses(job, command, options, node);
   }
   prepareRunDir(job.job.run_dir, args.overwrite);
+  options.strategy = makeStrategy(job.strategy, nullptr);
   Trainer trainer(job, options);
   return reportOutcome(trainer.run(nullptr), job.job.run_dir);
 }

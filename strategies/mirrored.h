@@ -4,31 +4,51 @@
 // Every rank starts from rank 0's weights, computes gradients on its slice of
 // the global batch (already scaled by 1/global batch), and the gradients are
 // summed across ranks, so every rank takes the identical optimizer step.
+//
+// The sum runs while backward goes on: gradient buckets (gradient_buckets.h)
+// are all-reduced on a communication thread as soon as every replica has
+// finished their layers (overlapped_reducer.h). With [strategy]
+// sync_batchnorm the ranks' collectives carry the batch statistics during
+// the passes instead, so the gradients are summed after backward; an epoch's
+// last global batch smaller than the rank count is then skipped by every rank.
 #pragma once
 #include <memory>
 #include <string>
 
 #include "core/comm/process_group.h"
-#include "strategies/strategy.h"
+#include "core/train/local_step.h"
+#include "core/train/strategy.h"
+#include "strategies/overlapped_reducer.h"
 
 namespace dtrain {
 
 class MirroredStrategy : public Strategy {
  public:
   MirroredStrategy(std::string name, std::shared_ptr<ProcessGroup> group);
+  ~MirroredStrategy() override;
   std::string name() const override { return name_; }
   int rank() const override { return group_->rank(); }
   int worldSize() const override { return group_->size(); }
-  std::string describeCollectives() const override { return group_->describe(); }
   void broadcastParameters(float* params, int64_t n) override;
   void broadcastFromChief(void* data, int64_t bytes) override;
-  void reduceGradients(float* grads, int64_t n) override;
   void reduceFigures(double* values, int64_t n) override;
-  ProcessGroup& group() { return *group_; }
+
+  void attach(const TrainingParts& parts) override;
+  std::string describeRun() const override;
+  StepFigures step(const StepInput& in) override;
+  // The ranks' running statistics averaged, as tf.distribute reads
+  // per-replica batch-norm moments; synchronised ones agree already.
+  void agreeOnBuffers(ParamStore& buffers) override;
 
  private:
+  bool syncsBatchStats() const;
+  // All-reduces the gradient range [begin, end) of replica 0's buffer.
+  void reduceGradients(float* grads, int64_t n);
+
   std::string name_;
   std::shared_ptr<ProcessGroup> group_;
+  std::unique_ptr<LocalStep> local_;
+  std::unique_ptr<OverlappedReducer> reducer_;  // null with sync_batchnorm
 };
 
 }  // namespace dtrain

@@ -1,6 +1,11 @@
-// One process on one device: nothing to combine.
+// One process on one device (its compute threads combined inside
+// ReplicaSet): nothing to combine across workers, so every collective is the
+// identity and the whole step may be recorded as a CUDA graph.
 #pragma once
-#include "strategies/strategy.h"
+#include <memory>
+
+#include "core/train/local_step.h"
+#include "core/train/strategy.h"
 
 namespace dtrain {
 
@@ -11,8 +16,15 @@ class OneDeviceStrategy : public Strategy {
   int worldSize() const override { return 1; }
   void broadcastParameters(float*, int64_t) override {}
   void broadcastFromChief(void*, int64_t) override {}
-  void reduceGradients(float*, int64_t) override {}
   void reduceFigures(double*, int64_t) override {}
+
+  void attach(const TrainingParts& parts) override;
+  std::string describeRun() const override { return local_ ? local_->describe() : ""; }
+  StepFigures step(const StepInput& in) override;
+  void agreeOnBuffers(ParamStore&) override {}
+
+ private:
+  std::unique_ptr<LocalStep> local_;
 };
 
 }  // namespace dtrain

@@ -9,7 +9,6 @@
 #include "core/launch/process_group_choice.h"
 #include "core/train/device_choice.h"
 #include "core/util/seconds.h"
-#include "strategies/mirrored.h"
 
 namespace dtrain {
 namespace {
@@ -51,7 +50,6 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
   world_ = m.world_size;
   group_ = connectProcessGroup(*client_, m, job, a.address, a.all_ranks_on_this_host,
                                resolveDevice(job.job.device, a.localIndex()), a.local_workers);
-  strategy_ = std::make_shared<MirroredStrategy>(job.strategy.type, group_);
 }
 
 WorkerSession::~WorkerSession() {

@@ -1,7 +1,7 @@
 // A worker process's membership of a run: it joins the rendezvous, learns
 // its rank, connects the collectives (shared memory when every rank is on
-// this host, Gloo over TCP otherwise; see process_group_choice.h) and hands
-// the trainer a strategy. When the coordinator reports a lost peer, or is
+// this host, Gloo over TCP otherwise; see process_group_choice.h) for the
+// job's strategy to combine the workers over. When the coordinator reports a lost peer, or is
 // itself lost, the worker prints one line naming it and exits at once (a
 // blocked collective cannot be unwound safely; the latest checkpoint is
 // complete or not yet published, never half-written).
@@ -12,7 +12,6 @@
 
 #include "core/config/job_config.h"
 #include "core/launch/worker_env.h"
-#include "strategies/strategy.h"
 
 namespace dtrain {
 
@@ -37,7 +36,8 @@ class WorkerSession {
 
   int rank() const { return rank_; }
   int worldSize() const { return world_; }
-  std::shared_ptr<Strategy> strategy() const { return strategy_; }
+  // The ranks' collectives, which the job's strategy combines the workers over.
+  std::shared_ptr<ProcessGroup> group() const { return group_; }
   // Tells the others this rank failed (they stop at once) and why.
   void abort(const std::string& reason);
   // A clean end: the coordinator stops expecting heartbeats.
@@ -46,7 +46,6 @@ class WorkerSession {
  private:
   std::unique_ptr<RendezvousClient> client_;
   std::shared_ptr<ProcessGroup> group_;
-  std::shared_ptr<Strategy> strategy_;
   int rank_ = 0, world_ = 1;
   bool left_ = false;
 };

@@ -7,7 +7,7 @@
 #include "core/config/job_config.h"
 #include "core/train/replica_set.h"
 #include "datasets/dataset.h"
-#include "strategies/strategy.h"
+#include "core/train/strategy.h"
 
 namespace dtrain {
 

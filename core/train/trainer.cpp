@@ -8,12 +8,10 @@
 #include <thread>
 
 #include "core/backend/algorithm_cache.h"
-#include "core/backend/device_ops.h"
 #include "core/errors.h"
 #include "core/io/crc32.h"
 #include "core/io/tensorboard_writer.h"
 #include "core/nn/layer_registry.h"
-#include "core/optim/grad_clip.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/train/checkpoint.h"
@@ -21,18 +19,16 @@
 #include "core/train/evaluate.h"
 #include "core/train/metrics_log.h"
 #include "core/train/model_checkpoint.h"
-#include "core/train/overlapped_reducer.h"
 #include "core/train/progress.h"
-#include "core/train/recorded_steps.h"
 #include "core/train/replica_set.h"
 #include "core/train/resume_point.h"
 #include "core/train/step_profile.h"
 #include "core/train/stop_signal.h"
+#include "core/train/strategy.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
 #include "datasets/dataset.h"
 #include "datasets/sampler.h"
-#include "strategies/strategy.h"
 
 namespace dtrain {
 
@@ -43,13 +39,6 @@ int resolveThreads(int configured) {
 }
 
 namespace {
-
-// A step's figures: the CPU's at once; a GPU's are on their way (their sums
-// snapshotted on the device, taken a step later).
-struct StepFigures {
-  BatchFigures host;
-  bool on_device = false;
-};
 
 // A step whose figures are not yet reduced, logged and shown.
 struct PendingStep {
@@ -74,9 +63,7 @@ struct Trainer::Impl {
   // GPU: the algorithms the layers timed, kept in the run directory for a resume.
   std::unique_ptr<AlgorithmCache> algorithms;
   std::unique_ptr<ReplicaSet> replicas;
-  std::unique_ptr<OverlappedReducer> reducer;  // multi-process runs only
   std::unique_ptr<Optimizer> optimizer;
-  std::unique_ptr<RecordedSteps> recorded;  // GPU with [job] cuda_graphs, one process
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<BatchLoader> loader;
   std::unique_ptr<MetricsLog> metrics;
@@ -88,6 +75,7 @@ struct Trainer::Impl {
   int64_t trained_epoch = 0;  // the epoch the latest step belonged to (for eval lines)
   std::string last_checkpoint;
   EvalResult last_eval;
+  int64_t graph_replays = 0;  // counted by the strategy's recorded steps
 
   bool chief() const { return strategy->isChief(); }
   // Rank 0 speaks for the run; the others stay quiet unless something fails.
@@ -106,7 +94,8 @@ struct Trainer::Impl {
   void setUp(const LoadedCheckpoint* resume) {
     device = computeDevice(job.job, opt.local_index);
     job.job.threads = resolveThreads(job.job.threads);
-    strategy = opt.strategy ? opt.strategy : std::shared_ptr<Strategy>(makeStrategy(job.strategy));
+    strategy = opt.strategy;
+    if (!strategy) throw Error("Trainer: no strategy given (TrainerOptions::strategy)");
     train_data = openDataset(job.data, Split::Train, job.job.seed);
     test_data = openDataset(job.data, Split::Test, job.job.seed);
     // Every rank reads the chief's algorithm choices where it can reach the
@@ -132,20 +121,15 @@ struct Trainer::Impl {
       replicas->store().initialize(job.job.seed);
     }
     shareChiefState();
-    if (!device.isCpu() && job.job.cuda_graphs && strategy->worldSize() == 1 && !opt.profile)
-      recorded = std::make_unique<RecordedSteps>(*replicas, *optimizer, job.train.batch_size,
-                                                 job.train.grad_clip_norm,
-                                                 [this](const std::string& line) { say(line); });
-    if (syncsBatchStats()) {
-      // The statistics are summed mid-pass through the ranks' collectives,
-      // which the overlapped gradient reduction would use at the same time:
-      // gradients are then reduced after backward instead.
-      Strategy* ranks = strategy.get();
-      replicas->syncBatchStatsAcrossRanks(
-          [ranks](double* data, int64_t n) { ranks->reduceFigures(data, n); });
-    } else if (strategy->worldSize() > 1) {
-      startReducer();
-    }
+    TrainingParts parts;
+    parts.job = &job;
+    parts.device = device;
+    parts.replicas = replicas.get();
+    parts.optimizer = optimizer.get();
+    parts.profile = opt.profile;
+    parts.say = [this](const std::string& line) { say(line); };
+    parts.graph_replays = &graph_replays;
+    strategy->attach(parts);
 
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
     loader = std::make_unique<BatchLoader>(
@@ -204,47 +188,6 @@ struct Trainer::Impl {
                       "; start every worker from the same job file and dtrain build");
   }
 
-  // ", 2 ranks, gradients all-reduced in 3 buckets ..." for multi-process runs.
-  std::string rankSummary() const {
-    if (!reducer) return "";
-    return " per rank, " + std::to_string(strategy->worldSize()) + " ranks, gradients all-reduced in " +
-           std::to_string(reducer->buckets().size()) + " buckets during backward, over " +
-           strategy->describeCollectives();
-  }
-
-  // Gradients of the last layers travel while backward computes the first.
-  void startReducer() {
-    constexpr int64_t kFirstBucketBytes = 1 << 20;
-    auto bucket_bytes = static_cast<int64_t>(job.strategy.bucket_mb * (1 << 20));
-    std::vector<GradientBucket> buckets =
-        planGradientBuckets(replicas->model(), replicas->store(), bucket_bytes, kFirstBucketBytes);
-    int nodes = static_cast<int>(replicas->model().nodes().size());
-    reducer = std::make_unique<OverlappedReducer>(
-        std::move(buckets), replicas->threads(), nodes, [this](int64_t begin, int64_t end) {
-          replicas->sumGradients(begin, end);
-          strategy->reduceGradients(replicas->grads().data() + begin, end - begin);
-        });
-  }
-
-  bool syncsBatchStats() const {
-    return job.strategy.sync_batchnorm && strategy->worldSize() > 1 && replicas->buffers().size() > 0;
-  }
-
-  // Running statistics gathered per rank (no sync_batchnorm) differ between
-  // ranks; before they are evaluated or saved every rank takes their mean, as
-  // tf.distribute reads per-replica batch-norm moments. Synchronised
-  // statistics are the same on every rank already.
-  void averageBuffersAcrossRanks() {
-    ParamStore& buffers = replicas->buffers();
-    if (strategy->worldSize() == 1 || buffers.size() == 0 || syncsBatchStats()) return;
-    Tensor host = buffers.params().to(Device::cpu());
-    std::vector<double> sums(host.data(), host.data() + host.numel());
-    strategy->reduceFigures(sums.data(), static_cast<int64_t>(sums.size()));
-    for (size_t i = 0; i < sums.size(); ++i)
-      host.data()[i] = static_cast<float>(sums[i] / strategy->worldSize());
-    buffers.params().copyFrom(host);
-  }
-
   // Every rank starts from the chief's weights, buffers, optimizer state and
   // position (on a resume only the chief has read the checkpoint).
   void shareChiefState() {
@@ -265,8 +208,8 @@ struct Trainer::Impl {
 
   void checkpoint(const char* why) {
     if (state.step == last_checkpoint_step) return;
-    averageBuffersAcrossRanks();  // collective: before the others leave
-    if (!chief()) {               // the chief writes; the others only keep count
+    strategy->agreeOnBuffers(replicas->buffers());  // collective: before the others leave
+    if (!chief()) {                                 // the chief writes; the others only keep count
       last_checkpoint_step = state.step;
       return;
     }
@@ -279,7 +222,7 @@ struct Trainer::Impl {
 
   void evaluate() {
     if (state.step == last_eval_step) return;
-    averageBuffersAcrossRanks();
+    strategy->agreeOnBuffers(replicas->buffers());
     last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data, *strategy);
     last_eval_step = state.step;
     if (last_eval.accuracy > state.best_test_accuracy) state.best_test_accuracy = last_eval.accuracy;
@@ -320,117 +263,10 @@ struct Trainer::Impl {
     return splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
   }
 
-  BatchFigures computeGradients(const Batch& batch) {
-    const uint64_t step_seed = stepSeed();
-    const float grad_scale = 1.0f / static_cast<float>(batch.global_size);
-    BatchFigures f;
-    if (reducer) {
-      reducer->beginStep();
-      try {
-        f = replicas->trainStep(batch, step_seed, grad_scale, reducer.get());
-      } catch (...) {
-        reducer->cancel();
-        throw;
-      }
-      PhaseSpan span(opt.profile, DevicePhase::Communication);  // what backward did not hide
-      reducer->finish();                                        // summed over replicas and ranks
-    } else {
-      f = replicas->trainStep(batch, step_seed, grad_scale);
-    }
-    return f;
-  }
-
-  // A GPU step: everything is queued on the device's streams, and nothing
-  // waits for the device: the batch's copy, forward, loss, backward, update,
-  // and a snapshot of the loss sums into pinned memory. Recorded as a CUDA
-  // graph and replayed where RecordedSteps takes the batch.
-  StepFigures stepOnDevice(const Batch& batch, double lr) {
-    if (recorded && recorded->takes(batch)) {
-      recorded->run(batch, lr, state.step + 1, stepSeed());
-      replicas->snapshotDeviceFigures();
-      return StepFigures{BatchFigures{}, true};
-    }
-    computeGradients(batch);
-    ParamStore& store = replicas->store();
-    float* grads = replicas->grads().data();
-    if (!reducer) {
-      PhaseSpan span(opt.profile, DevicePhase::Communication);
-      strategy->reduceGradients(grads, store.size());  // the identity for one process
-    }
-    // Norm, factor and scaling on the device: no read-back, no wait.
-    if (job.train.grad_clip_norm > 0)
-      device_ops::clipByNorm(device, grads, store.size(), job.train.grad_clip_norm);
-    {
-      PhaseSpan span(opt.profile, DevicePhase::Optimizer);
-      optimizer->update(store.params().data(), grads, 0, store.size(), StepInfo{lr, state.step + 1});
-      replicas->grads().zero();
-    }
-    // Read a step later (settleOldest), when the device has long got there.
-    replicas->snapshotDeviceFigures();
-    return StepFigures{BatchFigures{}, true};
-  }
-
-  // One optimizer update from the batch; returns its figures, or on a GPU
-  // that they are on their way.
+  // One optimizer update from the batch, as the strategy runs it; returns
+  // its figures, or on a GPU that they are on their way.
   StepFigures step(const Batch& batch, double lr) {
-    // Synchronised statistics need samples on every rank; an epoch's last
-    // global batch smaller than the rank count is skipped by all ranks alike.
-    if (syncsBatchStats() && batch.global_size < strategy->worldSize()) return StepFigures{};
-    if (!device.isCpu()) return stepOnDevice(batch, lr);
-    return StepFigures{stepOnCpu(batch, lr), false};
-  }
-
-  BatchFigures stepOnCpu(const Batch& batch, double lr) {
-    BatchFigures f = computeGradients(batch);
-    ParamStore& store = replicas->store();
-    float* params = store.params().data();
-    float* grads = replicas->grads().data();
-    WorkerPool& pool = replicas->pool();
-    const StepInfo info{lr, state.step + 1};
-    auto range = [&](int t) { return WorkerPool::split(store.size(), pool.size(), t, 16); };
-    auto updateAndClear = [&](int64_t b, int64_t e, float clip) {
-      if (clip != 1.0f) scale(grads, b, e, clip);
-      optimizer->update(params, grads, b, e, info);
-      std::fill(grads + b, grads + e, 0.0f);
-    };
-    PhaseSpan update_span(opt.profile, DevicePhase::Optimizer);  // with summing the replicas' gradients
-    if (strategy->worldSize() == 1 && job.train.grad_clip_norm <= 0) {
-      // The common case in one pass over memory: sum the replicas, update, clear.
-      // Chunks small enough to stay in cache between the three steps.
-      constexpr int64_t kChunk = 4096;
-      pool.run([&](int t) {
-        auto [b, e] = range(t);
-        for (int64_t c = b; c < e; c += kChunk) {
-          int64_t ce = std::min(e, c + kChunk);
-          replicas->sumGradients(c, ce);
-          updateAndClear(c, ce, 1.0f);
-        }
-      });
-      return f;
-    }
-    std::vector<double> partial(static_cast<size_t>(pool.size()), 0.0);
-    if (!reducer) {
-      pool.run([&](int t) {
-        auto [b, e] = range(t);
-        replicas->sumGradients(b, e);
-      });
-      strategy->reduceGradients(grads, store.size());
-    }
-    float clip = 1.0f;
-    if (job.train.grad_clip_norm > 0) {
-      pool.run([&](int t) {
-        auto [b, e] = range(t);
-        partial[static_cast<size_t>(t)] = sumOfSquares(grads, b, e);
-      });
-      double total = 0;
-      for (double p : partial) total += p;
-      clip = clipScale(total, job.train.grad_clip_norm);
-    }
-    pool.run([&](int t) {
-      auto [b, e] = range(t);
-      updateAndClear(b, e, clip);
-    });
-    return f;
+    return strategy->step(StepInput{batch, lr, state.step + 1, stepSeed()});
   }
 
   // The running sums of the epoch's steps settled so far, for the progress bar.
@@ -492,7 +328,7 @@ struct Trainer::Impl {
           std::to_string(train_data->size()) + " training samples, " + std::to_string(steps_per_epoch) +
           " steps/epoch, " +
           (device.isCpu() ? std::to_string(job.job.threads) + " threads" : "on " + describeDevice(device)) +
-          (recorded ? ", steps replayed as CUDA graphs" : "") + rankSummary());
+          strategy->describeRun());
     else
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
@@ -572,7 +408,7 @@ struct Trainer::Impl {
     out.checkpoint = last_checkpoint;
     out.test_loss = last_eval.loss;
     out.test_accuracy = last_eval_step >= 0 ? last_eval.accuracy : -1;
-    out.graph_replays = recorded ? recorded->replayed() : 0;
+    out.graph_replays = graph_replays;
     return out;
   }
 };

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "core/config/job_config.h"
+#include "core/train/strategy.h"
 #include "core/train/train_state.h"
-#include "strategies/strategy.h"
 
 namespace dtrain {
 
@@ -35,9 +35,8 @@ struct TrainerOptions {
   // Fault injection for tests: the process SIGKILLs itself right after this
   // step's update (before any checkpoint of that step). 0 = never.
   int64_t fault_kill_at_step = 0;
-  // How gradients and figures combine across ranks; null = the job's
-  // strategy made by makeStrategy (one process). Only the chief (rank 0)
-  // prints, writes metrics and checkpoints.
+  // How the workers train together (strategies/make_strategy.h): required.
+  // Only the chief (rank 0) prints, writes metrics and checkpoints.
   std::shared_ptr<Strategy> strategy;
   // This process's index among its host's processes: a GPU run computes on
   // the GPU of that index.

@@ -15,6 +15,7 @@
 #include "core/config/validate_job.h"
 #include "core/train/checkpoint.h"
 #include "core/train/trainer.h"
+#include "strategies/make_strategy.h"
 #include "tests/common/temp_dir.h"
 
 using namespace dtrain;
@@ -63,8 +64,10 @@ void checkReplaysMatch(const std::string& model, const std::string& optimizer) {
   testing::TempDir dir("graphs");
   TrainerOptions options;
   options.quiet = true;
+  options.strategy = makeStrategy(StrategySection{}, nullptr);
   Trainer graphed(graphJob(dir.file("graphed"), model, optimizer, true), options);
   const TrainOutcome with = graphed.run(nullptr);
+  options.strategy = makeStrategy(StrategySection{}, nullptr);
   Trainer plain(graphJob(dir.file("plain"), model, optimizer, false), options);
   const TrainOutcome without = plain.run(nullptr);
   REQUIRE(with.step == 14);

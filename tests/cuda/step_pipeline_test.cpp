@@ -15,6 +15,7 @@
 #include "core/config/parse_job.h"
 #include "core/config/validate_job.h"
 #include "core/train/trainer.h"
+#include "strategies/make_strategy.h"
 #include "tests/common/temp_dir.h"
 
 using namespace dtrain;
@@ -22,15 +23,16 @@ using namespace dtrain;
 namespace {
 
 JobConfig smallGpuJob(const std::string& run_dir, int64_t steps, const std::string& device) {
-  const std::string text =
-      "[job]\nname = \"pipeline\"\nrun_dir = \"" + run_dir + "\"\nseed = 5\nthreads = 1\ndevice = \"" + device +
-      "\"\n"
-      "[model]\npreset = \"mlp\"\nhidden = [64]\n"
-      "[data]\ndataset = \"synthetic\"\ntrain_samples = 4096\ntest_samples = 64\nshape = [1, 8, 8]\nclasses = 4\n"
-      "[train]\nsteps = " +
-      std::to_string(steps) +
-      "\nbatch_size = 32\n"
-      "[optimizer]\ntype = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n";
+  const std::string text = "[job]\nname = \"pipeline\"\nrun_dir = \"" + run_dir +
+                           "\"\nseed = 5\nthreads = 1\ndevice = \"" + device +
+                           "\"\n"
+                           "[model]\npreset = \"mlp\"\nhidden = [64]\n"
+                           "[data]\ndataset = \"synthetic\"\ntrain_samples = 4096\ntest_samples = 64\nshape "
+                           "= [1, 8, 8]\nclasses = 4\n"
+                           "[train]\nsteps = " +
+                           std::to_string(steps) +
+                           "\nbatch_size = 32\n"
+                           "[optimizer]\ntype = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n";
   const std::string path = run_dir + ".toml";
   std::ofstream(path) << text;
   JobConfig job = parseJobFile(path, {});
@@ -48,6 +50,7 @@ int64_t steadyStateWaits(const std::string& run_dir, int64_t steps, int64_t from
     if (step == from) at_from = deviceWaits();
     if (step == steps - 1) at_last = deviceWaits();
   };
+  options.strategy = makeStrategy(StrategySection{}, nullptr);
   Trainer trainer(smallGpuJob(run_dir, steps, "cuda"), options);
   const TrainOutcome out = trainer.run(nullptr);
   REQUIRE(out.step == steps);
@@ -75,8 +78,10 @@ TEST_CASE("cuda: the pipelined GPU run logs each step's own figures, as the CPU 
   testing::TempDir dir("pipeline");
   TrainerOptions options;
   options.quiet = true;
+  options.strategy = makeStrategy(StrategySection{}, nullptr);
   Trainer gpu(smallGpuJob(dir.file("gpu"), 12, "cuda"), options);
   gpu.run(nullptr);
+  options.strategy = makeStrategy(StrategySection{}, nullptr);
   Trainer cpu(smallGpuJob(dir.file("cpu"), 12, "cpu"), options);
   cpu.run(nullptr);
   // Step by step the losses agree within fp32 rounding; a figure shifted by

@@ -1,7 +1,7 @@
 // Gradient buckets and the overlapped reducer: buckets cover the gradient
 // buffer exactly, in the order backward finishes them, and the reducer hands
 // each one over only after every replica has finished its layers.
-#include "core/train/gradient_buckets.h"
+#include "strategies/gradient_buckets.h"
 
 #include <doctest/doctest.h>
 
@@ -13,7 +13,7 @@
 
 #include "core/nn/layer_registry.h"
 #include "core/nn/param_store.h"
-#include "core/train/overlapped_reducer.h"
+#include "strategies/overlapped_reducer.h"
 #include "models/model_builder.h"
 
 using namespace dtrain;

@@ -1,4 +1,4 @@
-#include "core/train/overlapped_reducer.h"
+#include "strategies/overlapped_reducer.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "core/train/gradient_buckets.h"
+#include "strategies/gradient_buckets.h"
 
 #include <algorithm>
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/nn/layer.h"
-#include "core/train/gradient_buckets.h"
+#include "strategies/gradient_buckets.h"
 
 namespace dtrain {
 

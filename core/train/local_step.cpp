@@ -1,0 +1,117 @@
+#include "core/train/local_step.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/backend/device_ops.h"
+#include "core/optim/grad_clip.h"
+#include "core/optim/optimizer.h"
+#include "core/train/step_profile.h"
+
+namespace dtrain {
+
+LocalStep::LocalStep(const TrainingParts& parts, bool record_graphs) : parts_(parts) {
+  if (record_graphs && onDevice() && parts_.job->job.cuda_graphs && !parts_.profile)
+    recorded_ =
+        std::make_unique<RecordedSteps>(*parts_.replicas, *parts_.optimizer, parts_.job->train.batch_size,
+                                        parts_.job->train.grad_clip_norm, parts_.say);
+}
+
+LocalStep::~LocalStep() = default;
+
+std::string LocalStep::describe() const { return recorded_ ? ", steps replayed as CUDA graphs" : ""; }
+
+StepFigures LocalStep::runAlone(const StepInput& in) {
+  if (recorded_ && recorded_->takes(in.batch)) {
+    const int64_t replayed = recorded_->replayed();
+    recorded_->run(in.batch, in.lr, in.update, in.seed);
+    if (parts_.graph_replays) *parts_.graph_replays += recorded_->replayed() - replayed;
+    parts_.replicas->snapshotDeviceFigures();
+    return StepFigures{BatchFigures{}, true};
+  }
+  const BatchFigures f = computeGradients(in, nullptr);
+  if (!onDevice() && parts_.job->train.grad_clip_norm <= 0) {
+    sumUpdateAndClear(in);
+    return StepFigures{f, false};
+  }
+  sumReplicas();
+  return update(in, f);
+}
+
+BatchFigures LocalStep::computeGradients(const StepInput& in, BackwardListener* listener) {
+  const float grad_scale = 1.0f / static_cast<float>(in.batch.global_size);
+  return parts_.replicas->trainStep(in.batch, in.seed, grad_scale, listener);
+}
+
+void LocalStep::sumReplicas() {
+  ReplicaSet& replicas = *parts_.replicas;
+  if (onDevice() || replicas.threads() == 1) return;
+  const int64_t n = replicas.store().size();
+  WorkerPool& pool = replicas.pool();
+  pool.run([&](int t) {
+    auto [b, e] = WorkerPool::split(n, pool.size(), t, 16);
+    replicas.sumGradients(b, e);
+  });
+}
+
+StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) {
+  ReplicaSet& replicas = *parts_.replicas;
+  ParamStore& store = replicas.store();
+  float* params = store.params().data();
+  float* grads = replicas.grads().data();
+  const double clip_norm = parts_.job->train.grad_clip_norm;
+  const StepInfo info{in.lr, in.update};
+  PhaseSpan span(parts_.profile, DevicePhase::Optimizer);
+  if (onDevice()) {
+    // Norm, factor and scaling on the device: no read-back, no wait.
+    if (clip_norm > 0) device_ops::clipByNorm(parts_.device, grads, store.size(), clip_norm);
+    parts_.optimizer->update(params, grads, 0, store.size(), info);
+    replicas.grads().zero();
+    // Read a step later, when the device has long got there.
+    replicas.snapshotDeviceFigures();
+    return StepFigures{BatchFigures{}, true};
+  }
+  WorkerPool& pool = replicas.pool();
+  auto range = [&](int t) { return WorkerPool::split(store.size(), pool.size(), t, 16); };
+  float clip = 1.0f;
+  if (clip_norm > 0) {
+    std::vector<double> partial(static_cast<size_t>(pool.size()), 0.0);
+    pool.run([&](int t) {
+      auto [b, e] = range(t);
+      partial[static_cast<size_t>(t)] = sumOfSquares(grads, b, e);
+    });
+    double total = 0;
+    for (double p : partial) total += p;
+    clip = clipScale(total, clip_norm);
+  }
+  pool.run([&](int t) {
+    auto [b, e] = range(t);
+    if (clip != 1.0f) scale(grads, b, e, clip);
+    parts_.optimizer->update(params, grads, b, e, info);
+    std::fill(grads + b, grads + e, 0.0f);
+  });
+  return StepFigures{figures, false};
+}
+
+void LocalStep::sumUpdateAndClear(const StepInput& in) {
+  ReplicaSet& replicas = *parts_.replicas;
+  ParamStore& store = replicas.store();
+  float* params = store.params().data();
+  float* grads = replicas.grads().data();
+  WorkerPool& pool = replicas.pool();
+  const StepInfo info{in.lr, in.update};
+  PhaseSpan span(parts_.profile, DevicePhase::Optimizer);  // with summing the replicas' gradients
+  // Chunks small enough to stay in cache between the three passes.
+  constexpr int64_t kChunk = 4096;
+  pool.run([&](int t) {
+    auto [b, e] = WorkerPool::split(store.size(), pool.size(), t, 16);
+    for (int64_t c = b; c < e; c += kChunk) {
+      const int64_t ce = std::min(e, c + kChunk);
+      replicas.sumGradients(c, ce);
+      parts_.optimizer->update(params, grads, c, ce, info);
+      std::fill(grads + c, grads + ce, 0.0f);
+    }
+  });
+}
+
+}  // namespace dtrain

@@ -1,0 +1,55 @@
+// The pieces of a training step every strategy runs in its own process: the
+// gradients of this worker's slice of the batch on its replicas, and the
+// update of the parameters from gradients that are complete (summed over the
+// replicas and, where the strategy combines them, over the workers), with
+// gradient clipping. On a GPU everything is queued and the loss sums are
+// snapshotted to be read a step later; a one-process GPU run may have its
+// steps recorded as CUDA graphs (RecordedSteps).
+//
+// Not thread-safe: the trainer's thread, which the pieces may fan out to the
+// replicas' compute threads.
+#pragma once
+#include <memory>
+
+#include "core/train/recorded_steps.h"
+#include "core/train/strategy.h"
+
+namespace dtrain {
+
+class LocalStep {
+ public:
+  // `record_graphs`: a one-process GPU run whose strategy lets the whole step
+  // be recorded ([job] cuda_graphs decides whether it is).
+  LocalStep(const TrainingParts& parts, bool record_graphs);
+  ~LocalStep();
+
+  const TrainingParts& parts() const { return parts_; }
+  // ", steps replayed as CUDA graphs" when they are, for the start-up line.
+  std::string describe() const;
+  bool onDevice() const { return !parts_.device.isCpu(); }
+
+  // The whole step of a process that combines with nobody: a recorded step
+  // where one is taken, else gradients, update, and on a GPU the snapshot.
+  StepFigures runAlone(const StepInput& in);
+  // Forward and backward: each replica adds its slice's gradient to its
+  // buffer; `listener` (nullable) hears each layer finish. On a GPU the work
+  // is queued and the figures are zero.
+  BatchFigures computeGradients(const StepInput& in, BackwardListener* listener);
+  // CPU: adds the replicas' gradients into replica 0's (on the compute
+  // threads); a GPU has one replica.
+  void sumReplicas();
+  // From replica 0's complete gradients: clipping ([train] grad_clip_norm),
+  // the update, the gradients cleared for the next step; on a GPU then the
+  // loss sums' snapshot, and the figures are on their way.
+  StepFigures update(const StepInput& in, const BatchFigures& figures);
+
+ private:
+  // One process, no clipping, on the CPU: summing, update and clearing in one
+  // pass over the buffers, chunk by chunk while they are in cache.
+  void sumUpdateAndClear(const StepInput& in);
+
+  TrainingParts parts_;
+  std::unique_ptr<RecordedSteps> recorded_;
+};
+
+}  // namespace dtrain

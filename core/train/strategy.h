@@ -1,0 +1,79 @@
+// How a run trains across its workers. The trainer's loop (batches, metrics,
+// evaluation, checkpoints) knows no strategy by name: it hands each strategy
+// the parts it trains with once the model exists (attach), and asks it to run
+// each step. The strategy decides where gradients are combined and where the
+// update runs; the implementations live whole in strategies/ (one_device,
+// mirrored and multi_worker_mirrored), made by strategies/make_strategy.h.
+//
+// Every collective is collective: all ranks make the same calls in the same
+// order.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/config/job_config.h"
+#include "core/train/replica_set.h"
+
+namespace dtrain {
+
+class Optimizer;
+class StepProfile;
+
+// A step's figures: the CPU's at once; a GPU's are on their way (their sums
+// snapshotted on the device, taken a step later with takeDeviceFigures).
+struct StepFigures {
+  BatchFigures host;
+  bool on_device = false;
+};
+
+// What one step trains on.
+struct StepInput {
+  const Batch& batch;  // this worker's slice of the global batch
+  double lr;           // scheduled for this update
+  int64_t update;      // 1-based count of updates, this one included
+  uint64_t seed;       // dropout masks of this step
+};
+
+// What a strategy trains with: the trainer owns every part and keeps it
+// alive for the strategy's life.
+struct TrainingParts {
+  const JobConfig* job = nullptr;  // resolved
+  Device device;
+  ReplicaSet* replicas = nullptr;
+  Optimizer* optimizer = nullptr;
+  StepProfile* profile = nullptr;               // dtrain bench step; null in training
+  std::function<void(const std::string&)> say;  // one line for the log (warnings)
+  int64_t* graph_replays = nullptr;             // counts the steps replayed from a CUDA graph (TrainOutcome)
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  virtual int rank() const = 0;
+  virtual int worldSize() const = 0;
+  // Rank 0 prints, writes metrics and checkpoints.
+  bool isChief() const { return rank() == 0; }
+  // Makes every worker hold rank 0's values.
+  virtual void broadcastParameters(float* params, int64_t n) = 0;
+  // Copies the chief's bytes to every worker (positions, counters).
+  virtual void broadcastFromChief(void* data, int64_t bytes) = 0;
+  // Sums figures (loss sums, counts) across workers.
+  virtual void reduceFigures(double* values, int64_t n) = 0;
+
+  // Once the parts exist and every rank holds the chief's state, before the
+  // first step.
+  virtual void attach(const TrainingParts& parts) = 0;
+  // How the workers combine, for the start-up line: ", 2 ranks, ..." or "".
+  virtual std::string describeRun() const { return ""; }
+  // One training step: the batch's gradients, their combination across the
+  // workers, the update. Every rank runs the same steps.
+  virtual StepFigures step(const StepInput& in) = 0;
+  // Before untrained state (batch norm's running statistics, per worker
+  // unless synchronised) is evaluated or saved: every rank gets the values
+  // the checkpoint should hold. Collective.
+  virtual void agreeOnBuffers(ParamStore& buffers) = 0;
+};
+
+}  // namespace dtrain
