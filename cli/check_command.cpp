@@ -1,14 +1,19 @@
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "cli/model_summary.h"
+#include "cli/tf_config_report.h"
 #include "core/config/job_to_toml.h"
 #include "core/config/parse_job.h"
+#include "core/config/tf_config_plan.h"
 #include "core/config/validate_job.h"
 #include "core/nn/layer_registry.h"
+#include "core/nn/param_store.h"
 #include "core/train/device_choice.h"
 #include "datasets/dataset_info.h"
 #include "models/model_builder.h"
+#include "strategies/parameter_server/placement.h"
 
 namespace dtrain::cli {
 
@@ -16,6 +21,9 @@ namespace dtrain::cli {
 int runCheck(const CheckArgs& args) {
   JobConfig job = parseJobFile(args.job_file, args.overrides);
   validateJob(job);
+  // Read before anything is printed, so a bad TF_CONFIG is the one line of output.
+  const std::optional<TfConfig> tf_config =
+      jobTfConfig(job, [](const char* name) -> const char* { return std::getenv(name); });
   const Device device = resolveDevice(job.job.device);
   DatasetInfo data = peekDataset(job.data);
   auto model = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
@@ -25,7 +33,15 @@ int runCheck(const CheckArgs& args) {
               static_cast<long long>(data.train_samples), static_cast<long long>(data.test_samples),
               data.sample_shape.str().c_str(), static_cast<long long>(data.classes));
   std::printf("# device: %s\n", describeDevice(device).c_str());
+  if (tf_config) std::printf("%s", tfConfigReport(*tf_config, job).c_str());
   std::printf("# model\n%s", modelSummary(*model).c_str());
+  if (job.strategy.type == "parameter_server") {
+    ParamStore store;
+    model->registerParams(store);
+    std::printf("# parameter-server placement\n");
+    for (const std::string& line : describePlacement(placeVariables(store, job.strategy.ps), true))
+      std::printf("%s\n", line.c_str());
+  }
   return kExitOk;
 }
 

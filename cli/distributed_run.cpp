@@ -17,6 +17,7 @@
 #include "core/launch/worker_session.h"
 #include "core/util/seconds.h"
 #include "strategies/make_strategy.h"
+#include "strategies/parameter_server/shard_process.h"
 
 namespace dtrain::cli {
 namespace {
@@ -53,7 +54,18 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
   if (job.data.loader_threads == 0 && job.data.dataset == "image_folder")
     job.data.loader_threads = std::max(1, resolveThreads(0) / assignment.local_workers);
   WorkerSession session(job, assignment, hooks.before_abort_exit);
-  options.strategy = makeStrategy(job.strategy, session.group());
+  if (session.shard() >= 0) {  // a parameter-server shard: serves the workers, trains nothing
+    try {
+      runShardProcess(job, session, assignment.address);
+      session.leave();
+      return kExitOk;
+    } catch (const std::exception& e) {
+      const std::string what = "parameter-server shard " + std::to_string(session.shard()) + ": " + e.what();
+      session.abort(what);
+      throw Error(what);
+    }
+  }
+  options.strategy = makeStrategy(job, session);
   options.local_index = assignment.localIndex();
   try {
     if (session.rank() == 0 && hooks.prepare_on_rank0) hooks.prepare_on_rank0();

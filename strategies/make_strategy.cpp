@@ -1,10 +1,16 @@
 #include "strategies/make_strategy.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "core/comm/store.h"
 #include "core/errors.h"
+#include "core/util/seconds.h"
 #include "strategies/mirrored.h"
 #include "strategies/one_device.h"
+#include "strategies/parameter_server/parameter_server.h"
+#include "strategies/parameter_server/shard_process.h"
 
 namespace dtrain {
 
@@ -19,6 +25,18 @@ std::shared_ptr<Strategy> makeStrategy(const StrategySection& cfg, std::shared_p
   }
   throw ConfigError("[strategy] type '" + cfg.type +
                     "' is not available in this build yet; use 'one_device'");
+}
+
+std::shared_ptr<Strategy> makeStrategy(const JobConfig& job, WorkerSession& session) {
+  if (job.strategy.type != "parameter_server") return makeStrategy(job.strategy, session.group());
+  std::vector<std::string> endpoints;
+  const auto timeout = secondsToMillis(job.cluster.join_timeout_s);
+  for (int s = 0; s < job.strategy.ps; ++s) {
+    const Bytes b = session.store().get(shardEndpointKey(s), timeout);
+    endpoints.emplace_back(b.begin(), b.end());
+  }
+  return std::make_shared<ParameterServerStrategy>(session.group(), std::move(endpoints),
+                                                   session.generation(), job.cluster.collective_timeout_s);
 }
 
 }  // namespace dtrain

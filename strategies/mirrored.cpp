@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/train/step_profile.h"
+#include "strategies/batch_norm_across_workers.h"
 #include "strategies/gradient_buckets.h"
 
 namespace dtrain {
@@ -25,8 +26,7 @@ void MirroredStrategy::reduceFigures(double* values, int64_t n) { group_->allRed
 void MirroredStrategy::reduceGradients(float* grads, int64_t n) { group_->allReduceSum(grads, n); }
 
 bool MirroredStrategy::syncsBatchStats() const {
-  const TrainingParts& p = local_->parts();
-  return p.job->strategy.sync_batchnorm && worldSize() > 1 && p.replicas->buffers().size() > 0;
+  return dtrain::syncsBatchStats(local_->parts(), worldSize());
 }
 
 void MirroredStrategy::attach(const TrainingParts& parts) {
@@ -37,8 +37,7 @@ void MirroredStrategy::attach(const TrainingParts& parts) {
     // The statistics are summed mid-pass through the ranks' collectives,
     // which the overlapped gradient reduction would use at the same time:
     // gradients are then reduced after backward instead.
-    ProcessGroup* ranks = group_.get();
-    replicas.syncBatchStatsAcrossRanks([ranks](double* data, int64_t n) { ranks->allReduceSum(data, n); });
+    sumBatchStatsOver(*group_, replicas);
     return;
   }
   if (worldSize() == 1) return;
@@ -91,12 +90,7 @@ StepFigures MirroredStrategy::step(const StepInput& in) {
 }
 
 void MirroredStrategy::agreeOnBuffers(ParamStore& buffers) {
-  if (worldSize() == 1 || buffers.size() == 0 || syncsBatchStats()) return;
-  Tensor host = buffers.params().to(Device::cpu());
-  std::vector<double> sums(host.data(), host.data() + host.numel());
-  group_->allReduceSum(sums.data(), static_cast<int64_t>(sums.size()));
-  for (size_t i = 0; i < sums.size(); ++i) host.data()[i] = static_cast<float>(sums[i] / worldSize());
-  buffers.params().copyFrom(host);
+  averageBuffers(*group_, buffers, syncsBatchStats());
 }
 
 }  // namespace dtrain

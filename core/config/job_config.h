@@ -133,7 +133,8 @@ struct StrategySection {
   // "one_device": one process. "mirrored": one host, `workers` processes.
   // "multi_worker_mirrored": the hosts of [cluster], each with its slots.
   std::string type = "one_device";
-  int workers = 2;  // mirrored: worker processes on this host (CPU slots or GPUs)
+  int workers = 2;  // mirrored, parameter_server: worker processes on this host (CPU slots or GPUs)
+  int ps = 1;       // parameter_server: shard processes holding the variables (beside the workers)
   // "auto" (shared memory when every rank is on one host, else Gloo by size) |
   // "shared_memory" | "ring" | "halving_doubling" | "bcube" (Gloo algorithms)
   std::string collective = "auto";
@@ -157,7 +158,12 @@ struct ClusterHost {
 
 // [cluster]: who takes part and how they meet. Absent = a single-host run.
 struct ClusterSection {
-  bool present = false;     // the job has a [cluster] table (or a --set cluster.* override)
+  bool present = false;  // the job has a [cluster] table (or a --set cluster.* override)
+  // Where the hosts and coordinator come from: "" (TF_CONFIG when it is set
+  // in the environment, else the keys below) | "tf_config" (TF_CONFIG, which
+  // must be set; coordinator and hosts are then not given) | "job" (the keys
+  // below; TF_CONFIG is ignored). See tf_config_plan.h.
+  std::string from;
   std::string coordinator;  // "host:port" of the rendezvous (served by node 0's dtrain)
   // The shared secret every worker must present: exactly one of token and token_file.
   // The resolved job (jobToToml) writes token as "<hidden>", never in clear; see cluster_token.h.

@@ -86,11 +86,13 @@ const std::vector<JobField>& jobFields() {
 
       DTRAIN_JOB_FIELD(strategy, type),
       DTRAIN_JOB_FIELD(strategy, workers),
+      DTRAIN_JOB_FIELD(strategy, ps),
       DTRAIN_JOB_FIELD(strategy, collective),
       DTRAIN_JOB_FIELD(strategy, bucket_mb),
       DTRAIN_JOB_FIELD(strategy, backend),
       DTRAIN_JOB_FIELD(strategy, sync_batchnorm),
 
+      DTRAIN_JOB_FIELD(cluster, from),
       DTRAIN_JOB_FIELD(cluster, coordinator),
       DTRAIN_JOB_FIELD(cluster, token),
       DTRAIN_JOB_FIELD(cluster, token_file),

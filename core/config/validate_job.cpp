@@ -260,17 +260,24 @@ void checkSchedule(const Checker& c, const ScheduleSection& s, double lr) {
 }
 
 void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster) {
-  static const std::vector<std::string> available = {"one_device", "mirrored", "multi_worker_mirrored"};
-  static const std::vector<std::string> planned = {"central_storage", "parameter_server"};
+  static const std::vector<std::string> available = {"one_device", "mirrored", "multi_worker_mirrored",
+                                                     "parameter_server"};
+  static const std::vector<std::string> planned = {"central_storage"};
   for (const std::string& p : planned)
     if (s.type == p)
       c.fail("strategy.type", "'" + p +
-                                  "' is not available in this build yet; use 'one_device', 'mirrored' or "
-                                  "'multi_worker_mirrored'");
+                                  "' is not available in this build yet; use 'one_device', 'mirrored', "
+                                  "'multi_worker_mirrored' or 'parameter_server'");
   std::vector<std::string> known = available;
   known.insert(known.end(), planned.begin(), planned.end());
   c.oneOf("strategy.type", s.type, available, known);
   c.intRange("strategy.workers", s.workers, 1, 64);
+  c.intRange("strategy.ps", s.ps, 1, 64);
+  // Built so far: one host, shards beside the workers.
+  if (s.type == "parameter_server" && cluster.present)
+    c.failOr("strategy.type", "cluster",
+             "'parameter_server' runs on one host in this build (its shards beside the workers); remove "
+             "[cluster], or use 'multi_worker_mirrored' across hosts");
   c.oneOf("strategy.collective", s.collective,
           {"auto", "shared_memory", "ring", "halving_doubling", "bcube"});
   c.oneOf("strategy.backend", s.backend, {"auto", "nccl", "gloo"});
@@ -340,17 +347,33 @@ void checkClusterHosts(const Checker& c, const ClusterSection& cl) {
   }
 }
 
+// from = "tf_config": TF_CONFIG names the coordinator and the hosts, so the
+// job must not name its own (which would silently lose).
+void checkClusterFromTfConfig(const Checker& c, const ClusterSection& cl) {
+  if (c.given("cluster.coordinator"))
+    c.fail("cluster.coordinator",
+           "must not be given with from = \"tf_config\": TF_CONFIG names the coordinator (its chief, else "
+           "worker 0)");
+  if (c.given("cluster.hosts") || !cl.hosts.empty())
+    c.fail("cluster.hosts", "must not be given with from = \"tf_config\": TF_CONFIG lists the hosts");
+}
+
 void checkCluster(const Checker& c, const ClusterSection& cl) {
   if (!cl.present) return;
-  if (cl.coordinator.empty() && !c.given("cluster.coordinator"))
-    c.failSection("cluster",
-                  "needs coordinator = \"host:port\" (where node 0 serves the rendezvous, like "
-                  "\"10.0.0.1:29500\")");
-  std::string problem;
-  if (!parseHostPort(cl.coordinator, &problem))
-    c.fail("cluster.coordinator", problem + " (got " + quoteString(cl.coordinator) + ")");
+  c.oneOf("cluster.from", cl.from, {"", "tf_config", "job"});
+  if (cl.from == "tf_config") {
+    checkClusterFromTfConfig(c, cl);
+  } else {
+    if (cl.coordinator.empty() && !c.given("cluster.coordinator"))
+      c.failSection("cluster",
+                    "needs coordinator = \"host:port\" (where node 0 serves the rendezvous, like "
+                    "\"10.0.0.1:29500\"), or from = \"tf_config\"");
+    std::string problem;
+    if (!parseHostPort(cl.coordinator, &problem))
+      c.fail("cluster.coordinator", problem + " (got " + quoteString(cl.coordinator) + ")");
+  }
   checkClusterToken(c, cl);
-  checkClusterHosts(c, cl);
+  if (cl.from != "tf_config") checkClusterHosts(c, cl);
   c.positive("cluster.join_timeout_s", cl.join_timeout_s);
   c.positive("cluster.heartbeat_interval_s", cl.heartbeat_interval_s);
   c.positive("cluster.heartbeat_timeout_s", cl.heartbeat_timeout_s);
@@ -378,6 +401,12 @@ void validateJob(const JobConfig& job) {
   checkOptimizer(c, job.optimizer);
   checkSchedule(c, job.schedule, job.optimizer.lr);
   checkStrategy(c, job.strategy, job.cluster);
+  // The global norm needs every shard's gradients, which no one process holds.
+  if (job.strategy.type == "parameter_server" && job.train.grad_clip_norm > 0)
+    c.failOr(
+        "train.grad_clip_norm", "strategy.type",
+        "clipping is not available with [strategy] type = \"parameter_server\" in this build; set it to 0, "
+        "or use 'mirrored'");
   checkCluster(c, job.cluster);
 }
 

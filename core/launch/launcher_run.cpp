@@ -74,6 +74,10 @@ LauncherRun planLauncherRun(const JobConfig& job, const LaunchEnv& env) {
   if (job.strategy.type == "one_device")
     throw ConfigError(processes(env) + " but the job's [strategy] type is 'one_device' (one process): set " +
                       "type = \"mirrored\" or \"multi_worker_mirrored\", or start a single process");
+  if (job.strategy.type == "parameter_server")
+    throw ConfigError(processes(env) +
+                      " but the job's [strategy] type is 'parameter_server', which starts its own " +
+                      "shards beside its workers in this build: run `dtrain train` once on the host instead");
   LauncherRun run;
   run.env = env;
   HostPort hp = coordinatorOf(job, env);

@@ -48,6 +48,21 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
   Membership m = client_->join();
   rank_ = m.rank;
   world_ = m.world_size;
+  generation_ = m.generation;
+  if (job.strategy.type == "parameter_server") {
+    // The last job.strategy.ps ranks are the shards; the workers' collectives
+    // are among the workers alone (the shards answer requests instead).
+    const int workers = world_ - job.strategy.ps;
+    if (workers < 1)
+      throw ConfigError("[strategy] ps = " + std::to_string(job.strategy.ps) +
+                        " shards leave no worker among " + std::to_string(world_) + " processes");
+    if (rank_ >= workers) {
+      shard_ = rank_ - workers;
+      return;
+    }
+    m.world_size = workers;
+    m.peers.resize(static_cast<size_t>(workers));
+  }
   group_ = connectProcessGroup(*client_, m, job, a.address, a.all_ranks_on_this_host,
                                resolveDevice(job.job.device, a.localIndex()), a.local_workers);
 }
@@ -60,6 +75,8 @@ WorkerSession::~WorkerSession() {
     }
   }
 }
+
+Store& WorkerSession::store() { return *client_; }
 
 void WorkerSession::abort(const std::string& reason) {
   left_ = true;

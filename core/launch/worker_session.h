@@ -17,6 +17,7 @@ namespace dtrain {
 
 class RendezvousClient;
 class ProcessGroup;
+class Store;
 
 // Exit code of a worker stopped because the run lost a peer or its coordinator.
 constexpr int kExitPeerLost = 3;
@@ -36,8 +37,14 @@ class WorkerSession {
 
   int rank() const { return rank_; }
   int worldSize() const { return world_; }
-  // The ranks' collectives, which the job's strategy combines the workers over.
+  // The ranks' collectives, which the job's strategy combines the workers over
+  // (null in a parameter-server shard, which takes part in none).
   std::shared_ptr<ProcessGroup> group() const { return group_; }
+  // The parameter-server shard this process is, or -1 for a worker.
+  int shard() const { return shard_; }
+  // The run's key-value store (the rendezvous) and its generation.
+  Store& store();
+  uint64_t generation() const { return generation_; }
   // Tells the others this rank failed (they stop at once) and why.
   void abort(const std::string& reason);
   // A clean end: the coordinator stops expecting heartbeats.
@@ -47,6 +54,8 @@ class WorkerSession {
   std::unique_ptr<RendezvousClient> client_;
   std::shared_ptr<ProcessGroup> group_;
   int rank_ = 0, world_ = 1;
+  int shard_ = -1;
+  uint64_t generation_ = 0;
   bool left_ = false;
 };
 

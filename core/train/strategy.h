@@ -44,6 +44,7 @@ struct TrainingParts {
   Optimizer* optimizer = nullptr;
   StepProfile* profile = nullptr;               // dtrain bench step; null in training
   std::function<void(const std::string&)> say;  // one line for the log (warnings)
+  int64_t updates_done = 0;  // steps the run has taken (a resume's checkpoint step)
   int64_t* graph_replays = nullptr;             // counts the steps replayed from a CUDA graph (TrainOutcome)
 };
 
@@ -74,6 +75,13 @@ class Strategy {
   // unless synchronised) is evaluated or saved: every rank gets the values
   // the checkpoint should hold. Collective.
   virtual void agreeOnBuffers(ParamStore& buffers) = 0;
+  // The chief, before writing a checkpoint: the parameters and optimizer
+  // state, from wherever the strategy keeps them, into `params` and
+  // `optimizer` (the chief's copies, which the checkpoint writes).
+  virtual void collectState(ParamStore& params, Optimizer& optimizer) {}
+  // Every rank, once its last step and checkpoint are done: release what the
+  // strategy holds elsewhere (a parameter server's shards).
+  virtual void finish() {}
 };
 
 }  // namespace dtrain

@@ -121,6 +121,8 @@ struct Trainer::Impl {
       replicas->store().initialize(job.job.seed);
     }
     shareChiefState();
+    // Before the strategy, which may have something to say.
+    progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
     TrainingParts parts;
     parts.job = &job;
     parts.device = device;
@@ -129,6 +131,7 @@ struct Trainer::Impl {
     parts.profile = opt.profile;
     parts.say = [this](const std::string& line) { say(line); };
     parts.graph_replays = &graph_replays;
+    parts.updates_done = state.step;
     strategy->attach(parts);
 
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
@@ -144,17 +147,13 @@ struct Trainer::Impl {
       epochs = job.train.epochs;
       total_steps = epochs * steps_per_epoch;
     }
-    if (opt.profile) {  // a measurement: nothing is written
-      progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
-      return;
-    }
+    if (opt.profile) return;  // a measurement: nothing is written
     // Only rank 0 writes there (other hosts need not share the file system).
     if (chief()) std::filesystem::create_directories(job.job.run_dir);
     if (chief()) metrics = std::make_unique<MetricsLog>(job.job.run_dir, resume ? state.step : -1);
     if (chief())
       tensorboard = std::make_unique<TensorBoardWriter>(
           (std::filesystem::path(job.job.run_dir) / "tensorboard").string(), resume ? state.step : -1);
-    progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
     if (algorithms)
       for (const std::string& note : algorithms->takeNotes()) say("warning: " + note);
   }
@@ -213,6 +212,7 @@ struct Trainer::Impl {
       last_checkpoint_step = state.step;
       return;
     }
+    strategy->collectState(replicas->store(), *optimizer);
     last_checkpoint = saveCheckpoint(job, state, replicas->store(), replicas->buffers(), *optimizer);
     saveAlgorithms();  // with those an evaluation timed
     if (tensorboard) tensorboard->flush();
@@ -427,7 +427,9 @@ TrainOutcome Trainer::run(const ResumePoint* resume) {
     impl_->last_checkpoint = resume->checkpoint.dir;
   }
   impl_->setUp(resume ? &resume->checkpoint : nullptr);
-  return impl_->loop();
+  const TrainOutcome out = impl_->loop();
+  impl_->strategy->finish();
+  return out;
 }
 
 }  // namespace dtrain

@@ -104,7 +104,7 @@ TEST_CASE("[cluster] coordinator must be host:port") {
   CHECK(
       errorOf(clusterJob("multi_worker_mirrored", "token = \"s\"\n[[cluster.hosts]]\naddress = \"a\"\n")) ==
       "job.toml:10:1: [cluster] needs coordinator = \"host:port\" (where node 0 serves the rendezvous, like "
-      "\"10.0.0.1:29500\")");
+      "\"10.0.0.1:29500\"), or from = \"tf_config\"");
   auto coordinatorError = [](const std::string& coordinator) {
     return errorOf(
         clusterJob("multi_worker_mirrored",

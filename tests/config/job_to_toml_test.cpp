@@ -219,6 +219,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "[strategy]\n"
       "type = \"one_device\"\n"
       "workers = 2\n"
+      "ps = 1\n"
       "collective = \"auto\"\n"
       "bucket_mb = 4.0\n"
       "backend = \"auto\"\n"

@@ -170,19 +170,24 @@ TEST_CASE("strategies not yet built are named as such") {
   CHECK(
       validationError("\n[strategy]\ntype = \"central_storage\"\n") ==
       "job.toml:8:8: [strategy] type 'central_storage' is not available in this build yet; use 'one_device', "
-      "'mirrored' or 'multi_worker_mirrored'");
-  CHECK(validationError("", {"strategy.type=parameter_server"}) ==
-        "--set strategy.type=parameter_server: [strategy] type 'parameter_server' is not available in this "
-        "build yet; use 'one_device', 'mirrored' or 'multi_worker_mirrored'");
+      "'mirrored', 'multi_worker_mirrored' or 'parameter_server'");
   CHECK(validationError("\n[strategy]\ntype = \"mirored\"\n") ==
-        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored' (got "
-        "\"mirored\"; did you mean 'mirrored'?)");
+        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
+        "'parameter_server' (got \"mirored\"; did you mean 'mirrored'?)");
   CHECK(validationError("\n[strategy]\ntype = \"parameter_sever\"\n") ==
-        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored' (got "
-        "\"parameter_sever\"; did you mean 'parameter_server'?)");
+        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
+        "'parameter_server' (got \"parameter_sever\"; did you mean 'parameter_server'?)");
   CHECK(validationError("\n[strategy]\ntype = \"ring\"\n") ==
-        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored' (got "
-        "\"ring\")");
+        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
+        "'parameter_server' (got \"ring\")");
+}
+
+TEST_CASE("parameter_server: its shard count, [cluster] and clipping are checked") {
+  CHECK(validationError("", {"strategy.type=parameter_server", "strategy.ps=0"}) ==
+        "--set strategy.ps=0: [strategy] ps must be in [1, 64] (got 0)");
+  CHECK(validationError("", {"strategy.type=parameter_server", "train.grad_clip_norm=1"})
+            .find("clipping is not available with [strategy] type = \"parameter_server\"") !=
+        std::string::npos);
 }
 
 TEST_CASE("overrides and defaults are reported where they came from") {

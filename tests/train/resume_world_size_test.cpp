@@ -22,19 +22,8 @@ namespace {
 // The largest difference between the final weights of two runs, relative to
 // the largest weight.
 double weightDifference(const std::string& run_a, const std::string& run_b) {
-  dtrain::SafetensorsFile a = dtrain::readSafetensors(run_a + "/checkpoints/latest/model.safetensors");
-  dtrain::SafetensorsFile b = dtrain::readSafetensors(run_b + "/checkpoints/latest/model.safetensors");
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  double diff = 0, scale = 1e-12;
-  for (size_t t = 0; t < a.tensors.size(); ++t) {
-    REQUIRE(a.tensors[t].name == b.tensors[t].name);
-    REQUIRE(a.tensors[t].data.size() == b.tensors[t].data.size());
-    for (size_t i = 0; i < a.tensors[t].data.size(); ++i) {
-      diff = std::max(diff, static_cast<double>(std::fabs(a.tensors[t].data[i] - b.tensors[t].data[i])));
-      scale = std::max(scale, static_cast<double>(std::fabs(a.tensors[t].data[i])));
-    }
-  }
-  return diff / scale;
+  return checkpointDifference(run_a + "/checkpoints/latest", run_b + "/checkpoints/latest",
+                              "model.safetensors");
 }
 
 // The train steps metrics.jsonl holds, in order; each once when the resume

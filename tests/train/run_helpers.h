@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/train/safetensors.h"
 #include "tests/common/temp_dir.h"
 
 namespace dtrain::testing {
@@ -138,6 +140,25 @@ inline std::string smallJob(const std::string& run_dir, const std::string& extra
          "[optimizer]\ntype = \"adamw\"\nlr = 0.003\nweight_decay = 0.01\n"
          "[schedule]\ntype = \"cosine\"\nwarmup_steps = 10\n" +
          extra;
+}
+
+// The largest difference between the tensors of `file` in two checkpoint
+// directories, relative to the largest value.
+inline double checkpointDifference(const std::string& a_dir, const std::string& b_dir,
+                                   const std::string& file) {
+  const SafetensorsFile a = readSafetensors(a_dir + "/" + file);
+  const SafetensorsFile b = readSafetensors(b_dir + "/" + file);
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  double diff = 0, scale = 1e-12;
+  for (size_t t = 0; t < a.tensors.size(); ++t) {
+    REQUIRE(a.tensors[t].name == b.tensors[t].name);
+    REQUIRE(a.tensors[t].data.size() == b.tensors[t].data.size());
+    for (size_t i = 0; i < a.tensors[t].data.size(); ++i) {
+      diff = std::max(diff, static_cast<double>(std::fabs(a.tensors[t].data[i] - b.tensors[t].data[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(a.tensors[t].data[i])));
+    }
+  }
+  return diff / scale;
 }
 
 }  // namespace dtrain::testing

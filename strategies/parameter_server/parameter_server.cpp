@@ -1,0 +1,116 @@
+#include "strategies/parameter_server/parameter_server.h"
+
+#include <utility>
+
+#include "core/errors.h"
+#include "core/optim/optimizer.h"
+#include "core/train/step_profile.h"
+#include "strategies/batch_norm_across_workers.h"
+
+namespace dtrain {
+
+namespace {
+
+// A device buffer's host copy, or the buffer itself on the CPU.
+Tensor onHost(const Tensor& t) { return t.device().isCpu() ? t : t.to(Device::cpu()); }
+
+}  // namespace
+
+ParameterServerStrategy::ParameterServerStrategy(std::shared_ptr<ProcessGroup> workers,
+                                                 std::vector<std::string> shard_endpoints,
+                                                 uint64_t generation, double timeout_s)
+    : workers_(std::move(workers)),
+      endpoints_(std::move(shard_endpoints)),
+      generation_(generation),
+      timeout_s_(timeout_s) {}
+
+ParameterServerStrategy::~ParameterServerStrategy() = default;
+
+void ParameterServerStrategy::broadcastFromChief(void* data, int64_t bytes) {
+  workers_->broadcastBytes(static_cast<uint8_t*>(data), bytes, 0);
+}
+
+bool ParameterServerStrategy::syncsBatchStats() const {
+  return dtrain::syncsBatchStats(local_->parts(), worldSize());
+}
+
+void ParameterServerStrategy::attach(const TrainingParts& parts) {
+  local_ = std::make_unique<LocalStep>(parts, /*record_graphs=*/false);
+  ReplicaSet& replicas = *parts.replicas;
+  if (syncsBatchStats()) sumBatchStatsOver(*workers_, replicas);
+  placement_ = placeVariables(replicas.store(), static_cast<int>(endpoints_.size()));
+  if (isChief() && parts.say)
+    for (const std::string& line : describePlacement(placement_, false))
+      parts.say("parameter server: " + line);
+  shards_ = std::make_unique<ShardClients>(endpoints_, placement_, rank(), generation_, timeout_s_);
+  if (isChief()) {
+    // The shards start from the chief's state: fresh, or its checkpoint's.
+    const Tensor params = onHost(replicas.store().params());
+    std::vector<Tensor> state;
+    std::vector<const float*> state_data;
+    for (auto& [name, buffer] : parts.optimizer->stateBuffers()) {
+      state.push_back(onHost(*buffer));
+      state_data.push_back(state.back().data());
+    }
+    shards_->init(params.data(), state_data, parts.updates_done);
+  }
+  workers_->barrier();  // nobody pushes before the shards hold the chief's state
+}
+
+std::string ParameterServerStrategy::describeRun() const {
+  return " per worker, " + std::to_string(worldSize()) + " workers, parameters on " +
+         std::to_string(endpoints_.size()) + " shard(s), synchronous updates";
+}
+
+StepFigures ParameterServerStrategy::step(const StepInput& in) {
+  if (!local_) throw Error("parameter_server: step before attach");
+  if (syncsBatchStats() && in.batch.global_size < worldSize()) return StepFigures{};
+  const TrainingParts& parts = local_->parts();
+  ReplicaSet& replicas = *parts.replicas;
+  const BatchFigures f = local_->computeGradients(in, nullptr);
+  local_->sumReplicas();
+  {
+    PhaseSpan span(parts.profile, DevicePhase::Communication);
+    ParamStore& store = replicas.store();
+    if (local_->onDevice()) {
+      const Tensor grads = replicas.grads().to(Device::cpu());
+      Tensor params = Tensor::empty(store.params().shape(), Device::cpu());
+      shards_->pushAndPull(in.update, in.lr, grads.data(), params.data());
+      store.params().copyFrom(params);
+    } else {
+      shards_->pushAndPull(in.update, in.lr, replicas.grads().data(), store.params().data());
+    }
+    replicas.grads().zero();
+  }
+  if (!local_->onDevice()) return StepFigures{f, false};
+  replicas.snapshotDeviceFigures();
+  return StepFigures{BatchFigures{}, true};
+}
+
+void ParameterServerStrategy::agreeOnBuffers(ParamStore& buffers) {
+  averageBuffers(*workers_, buffers, syncsBatchStats());
+}
+
+void ParameterServerStrategy::collectState(ParamStore& params, Optimizer& optimizer) {
+  if (!shards_) return;
+  Tensor host_params = Tensor::empty(params.params().shape(), Device::cpu());
+  std::vector<Tensor> state;
+  std::vector<float*> state_data;
+  auto buffers = optimizer.stateBuffers();
+  for (auto& [name, buffer] : buffers) {
+    state.push_back(Tensor::empty(buffer->shape(), Device::cpu()));
+    state_data.push_back(state.back().data());
+  }
+  shards_->gather(host_params.data(), state_data);
+  params.params().copyFrom(host_params);
+  for (size_t i = 0; i < buffers.size(); ++i) buffers[i].second->copyFrom(state[i]);
+}
+
+void ParameterServerStrategy::finish() {
+  if (finished_ || !shards_) return;
+  finished_ = true;
+  workers_->barrier();  // every worker's last push is answered
+  if (isChief()) shards_->stop();
+}
+
+}  // namespace dtrain

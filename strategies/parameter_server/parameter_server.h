@@ -1,0 +1,65 @@
+// [strategy] type = "parameter_server": workers compute gradients on their
+// slices of the global batch and push them to parameter-server shards, which
+// hold the parameters and the optimizer state, placed by size
+// (placement.h), and apply the updates; the workers pull the new parameters.
+// Synchronous (the consistency built so far): a shard applies update t once
+// every worker's push of t has arrived, so training is the same as mirrored's
+// with the same global batch, up to the order of the gradient sums.
+//
+// The chief (worker 0) hands the shards their parameters and optimizer state
+// when the run starts (its checkpoint's, on a resume) and gathers them back
+// for each checkpoint, which holds the same files as every other strategy's.
+// Figures, broadcasts and batch-norm statistics go through the workers' own
+// collectives; the shards take no part in them.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm/process_group.h"
+#include "core/train/local_step.h"
+#include "core/train/strategy.h"
+#include "strategies/parameter_server/placement.h"
+#include "strategies/parameter_server/shard_clients.h"
+
+namespace dtrain {
+
+class ParameterServerStrategy : public Strategy {
+ public:
+  // `workers`: the workers' collectives; `shard_endpoints`: where each shard
+  // listens; `generation`: the run's rendezvous generation.
+  ParameterServerStrategy(std::shared_ptr<ProcessGroup> workers, std::vector<std::string> shard_endpoints,
+                          uint64_t generation, double timeout_s);
+  ~ParameterServerStrategy() override;
+
+  std::string name() const override { return "parameter_server"; }
+  int rank() const override { return workers_->rank(); }
+  int worldSize() const override { return workers_->size(); }
+  void broadcastParameters(float* params, int64_t n) override { workers_->broadcast(params, n, 0); }
+  void broadcastFromChief(void* data, int64_t bytes) override;
+  void reduceFigures(double* values, int64_t n) override { workers_->allReduceSum(values, n); }
+
+  // Places the variables, prints the placement (chief) and, on the chief,
+  // hands the shards their state; the workers meet after it.
+  void attach(const TrainingParts& parts) override;
+  std::string describeRun() const override;
+  StepFigures step(const StepInput& in) override;
+  void agreeOnBuffers(ParamStore& buffers) override;
+  void collectState(ParamStore& params, Optimizer& optimizer) override;
+  // The workers meet; the chief stops the shards.
+  void finish() override;
+
+ private:
+  bool syncsBatchStats() const;
+
+  std::shared_ptr<ProcessGroup> workers_;
+  std::vector<std::string> endpoints_;
+  uint64_t generation_;
+  double timeout_s_;
+  std::unique_ptr<LocalStep> local_;
+  ShardPlacement placement_;
+  std::unique_ptr<ShardClients> shards_;
+  bool finished_ = false;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,146 @@
+#include "strategies/parameter_server/ps_wire.h"
+
+#include <cstring>
+
+#include "core/errors.h"
+
+namespace dtrain::ps {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x31535044;  // "DPS1"
+constexpr uint16_t kVersion = 1;
+
+// The header as it travels: fixed layout, little-endian hosts only (x86-64
+// and aarch64 Linux, what dtrain builds for).
+struct WireHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint8_t kind;
+  uint8_t unused;
+  int32_t worker;
+  int32_t shard;
+  int64_t update;
+  double lr;
+  uint64_t generation;
+  int32_t frames;
+  int32_t unused2;
+};
+static_assert(sizeof(WireHeader) == 48, "the wire header has a fixed size");
+
+bool knownKind(uint8_t k) { return k >= 1 && k <= 8; }
+
+}  // namespace
+
+const char* kindName(Kind kind) {
+  switch (kind) {
+    case Kind::Init:
+      return "init";
+    case Kind::Ack:
+      return "ack";
+    case Kind::Push:
+      return "push";
+    case Kind::Params:
+      return "params";
+    case Kind::Gather:
+      return "gather";
+    case Kind::State:
+      return "state";
+    case Kind::Stop:
+      return "stop";
+    case Kind::Failure:
+      return "failure";
+  }
+  return "?";
+}
+
+void send(zmq::socket_t& socket, const Header& h, const std::vector<std::pair<const float*, int64_t>>& frames,
+          const std::string* routing) {
+  WireHeader w{kMagic, kVersion,     static_cast<uint8_t>(h.kind),        0, h.worker, h.shard, h.update,
+               h.lr,   h.generation, static_cast<int32_t>(frames.size()), 0};
+  if (routing) socket.send(zmq::buffer(*routing), zmq::send_flags::sndmore);
+  socket.send(zmq::buffer(&w, sizeof w), frames.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const auto flags = i + 1 == frames.size() ? zmq::send_flags::none : zmq::send_flags::sndmore;
+    socket.send(zmq::buffer(frames[i].first, static_cast<size_t>(frames[i].second) * sizeof(float)), flags);
+  }
+}
+
+void sendFailure(zmq::socket_t& socket, Header header, const std::string& reason,
+                 const std::string* routing) {
+  header.kind = Kind::Failure;
+  WireHeader w{kMagic,
+               kVersion,
+               static_cast<uint8_t>(Kind::Failure),
+               0,
+               header.worker,
+               header.shard,
+               header.update,
+               0.0,
+               header.generation,
+               1,
+               0};
+  if (routing) socket.send(zmq::buffer(*routing), zmq::send_flags::sndmore);
+  socket.send(zmq::buffer(&w, sizeof w), zmq::send_flags::sndmore);
+  socket.send(zmq::buffer(reason), zmq::send_flags::none);
+}
+
+bool receive(zmq::socket_t& socket, Message& out, int timeout_ms, const std::string& peer,
+             std::string* routing) {
+  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) == 0) return false;
+  std::vector<zmq::message_t> parts;
+  for (;;) {
+    zmq::message_t part;
+    if (!socket.recv(part, zmq::recv_flags::none)) return false;
+    const bool more = part.more();
+    parts.push_back(std::move(part));
+    if (!more) break;
+  }
+  size_t first = 0;
+  if (routing) {
+    if (parts.size() < 2)
+      throw CommError(peer + ": a parameter-server message without routing and header frames");
+    *routing = parts[0].to_string();
+    first = 1;
+  }
+  const zmq::message_t& head = parts[first];
+  if (head.size() != sizeof(WireHeader))
+    throw CommError(peer + ": a parameter-server message with a header of " + std::to_string(head.size()) +
+                    " bytes (expected " + std::to_string(sizeof(WireHeader)) +
+                    "); is something else on this port?");
+  WireHeader w;
+  std::memcpy(&w, head.data(), sizeof w);
+  if (w.magic != kMagic)
+    throw CommError(peer +
+                    ": not a dtrain parameter-server message (bad magic); is something else on this port?");
+  if (w.version != kVersion)
+    throw CommError(peer + ": parameter-server message version " + std::to_string(w.version) +
+                    " (this dtrain speaks " + std::to_string(kVersion) +
+                    "); run the same dtrain build everywhere");
+  if (!knownKind(w.kind))
+    throw CommError(peer + ": unknown parameter-server message kind " + std::to_string(w.kind));
+  const size_t payload_frames = parts.size() - first - 1;
+  if (w.frames < 0 || static_cast<size_t>(w.frames) != payload_frames)
+    throw CommError(peer + ": a parameter-server " + kindName(static_cast<Kind>(w.kind)) +
+                    " message announces " + std::to_string(w.frames) + " payload frames and carries " +
+                    std::to_string(payload_frames));
+  out = Message{};
+  out.header = Header{static_cast<Kind>(w.kind), w.worker, w.shard, w.update, w.lr, w.generation, w.frames};
+  if (out.header.kind == Kind::Failure) {
+    out.text = payload_frames > 0 ? parts[first + 1].to_string() : std::string("(no reason given)");
+    return true;
+  }
+  for (size_t i = first + 1; i < parts.size(); ++i) {
+    const zmq::message_t& p = parts[i];
+    if (p.size() % sizeof(float) != 0)
+      throw CommError(peer + ": a parameter-server payload frame of " + std::to_string(p.size()) +
+                      " bytes is not whole floats");
+    std::vector<float> floats(p.size() / sizeof(float));
+    if (!floats.empty()) std::memcpy(floats.data(), p.data(), p.size());
+    out.payload.push_back(std::move(floats));
+  }
+  return true;
+}
+
+}  // namespace dtrain::ps

@@ -1,0 +1,54 @@
+// The messages between parameter-server workers and shards, over ZeroMQ
+// (ROUTER on the shard, DEALER on each worker): a fixed-size header frame,
+// then zero or more payload frames of floats. Every received message is
+// checked (magic, version, kind, frame sizes against the header's counts),
+// so garbage on a shard's port is refused with a message, never trusted.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+namespace dtrain::ps {
+
+enum class Kind : uint8_t {
+  Init = 1,    // chief -> shard: parameters, then the optimizer's state buffers; update = steps done
+  Ack = 2,     // shard -> chief: Init or Stop taken
+  Push = 3,    // worker -> shard: the worker's gradient of update `update`, for the shard's ranges
+  Params = 4,  // shard -> worker: the parameters after update `update`
+  Gather = 5,  // chief -> shard: send everything for a checkpoint
+  State = 6,   // shard -> chief: parameters, then the optimizer's state buffers
+  Stop = 7,    // chief -> shard: the run is over
+  Failure = 8  // shard -> worker: the request was refused; one payload frame of text
+};
+
+struct Header {
+  Kind kind = Kind::Ack;
+  int32_t worker = 0;       // the sender's worker rank (to a worker: the addressee's)
+  int32_t shard = 0;        // the shard addressed or answering
+  int64_t update = 0;       // 1-based update number (Init: updates done)
+  double lr = 0;            // Push: the scheduled learning rate of the update
+  uint64_t generation = 0;  // the run's rendezvous generation: a message of another one is refused
+  int32_t frames = 0;       // payload frames that follow
+};
+
+// One message: its header and payload frames (each a float array).
+struct Message {
+  Header header;
+  std::vector<std::vector<float>> payload;
+  std::string text;  // Failure's reason
+};
+
+// Sends header + `frames` (pointers to n floats each). `routing` (ROUTER side) is the peer's id frame.
+void send(zmq::socket_t& socket, const Header& header,
+          const std::vector<std::pair<const float*, int64_t>>& frames, const std::string* routing = nullptr);
+void sendFailure(zmq::socket_t& socket, Header header, const std::string& reason, const std::string* routing);
+// Receives one message (ROUTER side: `routing` gets the sender's id). Returns
+// false when nothing arrived within `timeout_ms`. Throws CommError naming
+// `peer` for a malformed message.
+bool receive(zmq::socket_t& socket, Message& out, int timeout_ms, const std::string& peer,
+             std::string* routing = nullptr);
+
+const char* kindName(Kind kind);
+
+}  // namespace dtrain::ps

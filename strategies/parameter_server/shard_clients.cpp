@@ -1,0 +1,127 @@
+#include "strategies/parameter_server/shard_clients.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/comm/rendezvous_socket.h"
+#include "core/errors.h"
+
+namespace dtrain {
+
+ShardClients::ShardClients(const std::vector<std::string>& endpoints, const ShardPlacement& placement,
+                           int worker, uint64_t generation, double timeout_s)
+    : placement_(placement),
+      worker_(worker),
+      generation_(generation),
+      timeout_ms_(static_cast<int>(std::max(1.0, timeout_s * 1000.0))),
+      context_(1),
+      endpoints_(endpoints) {
+  if (static_cast<int>(endpoints.size()) != placement.shards)
+    throw Error("parameter server: " + std::to_string(endpoints.size()) +
+                " shard endpoints for a placement over " + std::to_string(placement.shards) + " shards");
+  for (int s = 0; s < placement.shards; ++s) {
+    ranges_.push_back(placement.rangesOf(s));
+    scratch_.emplace_back(static_cast<size_t>(placement.shard_floats[static_cast<size_t>(s)]));
+    sockets_.emplace_back(context_, zmq::socket_type::dealer);
+    sockets_.back().set(zmq::sockopt::linger, 0);
+    connectOrExplain(sockets_.back(), endpoints[static_cast<size_t>(s)]);
+  }
+}
+
+ShardClients::~ShardClients() = default;
+
+ps::Header ShardClients::header(ps::Kind kind, int shard, int64_t update, double lr) const {
+  return ps::Header{kind, worker_, shard, update, lr, generation_, 0};
+}
+
+const float* ShardClients::slice(int shard, const float* flat) {
+  float* out = scratch_[static_cast<size_t>(shard)].data();
+  for (const PlacedRange& r : ranges_[static_cast<size_t>(shard)]) {
+    std::memcpy(out, flat + r.begin, static_cast<size_t>(r.end - r.begin) * sizeof(float));
+    out += r.end - r.begin;
+  }
+  return scratch_[static_cast<size_t>(shard)].data();
+}
+
+void ShardClients::unslice(int shard, const std::vector<float>& from, float* flat) const {
+  const float* in = from.data();
+  for (const PlacedRange& r : ranges_[static_cast<size_t>(shard)]) {
+    std::memcpy(flat + r.begin, in, static_cast<size_t>(r.end - r.begin) * sizeof(float));
+    in += r.end - r.begin;
+  }
+}
+
+ps::Message ShardClients::await(int shard, ps::Kind kind, const std::string& what) {
+  const std::string peer =
+      "parameter-server shard " + std::to_string(shard) + " (" + endpoints_[static_cast<size_t>(shard)] + ")";
+  ps::Message m;
+  if (!ps::receive(sockets_[static_cast<size_t>(shard)], m, timeout_ms_, peer))
+    throw CommError(peer + " did not answer " + what + " within " + std::to_string(timeout_ms_ / 1000) +
+                    " s; is it alive? ([cluster] collective_timeout_s)");
+  if (m.header.kind == ps::Kind::Failure) throw CommError(peer + " refused " + what + ": " + m.text);
+  if (m.header.kind != kind || m.header.generation != generation_)
+    throw CommError(peer + " answered " + what + " with a " + ps::kindName(m.header.kind) +
+                    " of generation " + std::to_string(m.header.generation));
+  const auto expected = static_cast<size_t>(placement_.shard_floats[static_cast<size_t>(shard)]);
+  for (const std::vector<float>& frame : m.payload)
+    if (frame.size() != expected)
+      throw CommError(peer + " answered " + what + " with " + std::to_string(frame.size()) +
+                      " floats for its " + std::to_string(expected));
+  return m;
+}
+
+void ShardClients::init(const float* params, const std::vector<const float*>& state, int64_t updates_done) {
+  for (int s = 0; s < shards(); ++s) {
+    // Slices of every buffer, kept until sent (the scratch holds one at a time).
+    std::vector<std::vector<float>> slices;
+    const size_t n = scratch_[static_cast<size_t>(s)].size();
+    for (const float* buffer : [&] {
+           std::vector<const float*> all = {params};
+           all.insert(all.end(), state.begin(), state.end());
+           return all;
+         }()) {
+      const float* b = slice(s, buffer);
+      slices.emplace_back(b, b + n);
+    }
+    std::vector<std::pair<const float*, int64_t>> frames;
+    for (const auto& v : slices) frames.emplace_back(v.data(), static_cast<int64_t>(v.size()));
+    ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Init, s, updates_done), frames);
+  }
+  for (int s = 0; s < shards(); ++s) await(s, ps::Kind::Ack, "the chief's init");
+}
+
+void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, float* params) {
+  const std::string what = "update " + std::to_string(update);
+  for (int s = 0; s < shards(); ++s)
+    ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Push, s, update, lr),
+             {{slice(s, grads), placement_.shard_floats[static_cast<size_t>(s)]}});
+  for (int s = 0; s < shards(); ++s) {
+    const ps::Message m = await(s, ps::Kind::Params, what);
+    if (m.payload.size() != 1 || m.header.update != update)
+      throw CommError("parameter-server shard " + std::to_string(s) + " answered " + what +
+                      " with the parameters of update " + std::to_string(m.header.update));
+    unslice(s, m.payload[0], params);
+  }
+}
+
+void ShardClients::gather(float* params, const std::vector<float*>& state) {
+  for (int s = 0; s < shards(); ++s)
+    ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Gather, s, 0), {});
+  for (int s = 0; s < shards(); ++s) {
+    const ps::Message m = await(s, ps::Kind::State, "the chief's gather for a checkpoint");
+    if (m.payload.size() != state.size() + 1)
+      throw CommError("parameter-server shard " + std::to_string(s) + " holds " +
+                      std::to_string(m.payload.size() - 1) + " optimizer state buffers, the chief " +
+                      std::to_string(state.size()));
+    unslice(s, m.payload[0], params);
+    for (size_t i = 0; i < state.size(); ++i) unslice(s, m.payload[i + 1], state[i]);
+  }
+}
+
+void ShardClients::stop() {
+  for (int s = 0; s < shards(); ++s)
+    ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Stop, s, 0), {});
+  for (int s = 0; s < shards(); ++s) await(s, ps::Kind::Ack, "the chief's stop");
+}
+
+}  // namespace dtrain

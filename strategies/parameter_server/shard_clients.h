@@ -1,0 +1,62 @@
+// A worker's connections to the parameter-server shards (a DEALER socket per
+// shard) and the requests it makes of them: the chief's Init and Gather, and
+// every worker's synchronous push of its gradients with the answer of the
+// updated parameters. The flat parameter and gradient buffers are cut by the
+// placement: shard s gets the concatenation of its ranges, in flat order.
+// Every wait has a deadline ([cluster] collective_timeout_s); a shard that
+// misses it, or answers with a failure, is named in a CommError.
+//
+// Not thread-safe: the trainer's thread.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "strategies/parameter_server/placement.h"
+#include "strategies/parameter_server/ps_wire.h"
+
+namespace dtrain {
+
+class ShardClients {
+ public:
+  ShardClients(const std::vector<std::string>& endpoints, const ShardPlacement& placement, int worker,
+               uint64_t generation, double timeout_s);
+  ~ShardClients();
+
+  // The chief: hands each shard its parameters and optimizer state (flat
+  // host buffers, the state buffers in the optimizer's order) and the number
+  // of updates done; waits for every shard's answer.
+  void init(const float* params, const std::vector<const float*>& state, int64_t updates_done);
+  // Pushes update `update`'s gradients (flat, host) to every shard and
+  // writes the parameters the shards answer with into `params` (flat, host).
+  void pushAndPull(int64_t update, double lr, const float* grads, float* params);
+  // The chief: every shard's parameters and optimizer state into the flat buffers.
+  void gather(float* params, const std::vector<float*>& state);
+  // The chief: the run is over; each shard answers and exits.
+  void stop();
+
+  int shards() const { return static_cast<int>(sockets_.size()); }
+
+ private:
+  // The shard's slice of a flat buffer, gathered into scratch_[s].
+  const float* slice(int shard, const float* flat);
+  // Writes the shard's slice back into a flat buffer.
+  void unslice(int shard, const std::vector<float>& from, float* flat) const;
+  // Waits for shard s's answer of `kind`; throws CommError on a failure,
+  // another kind or the deadline.
+  ps::Message await(int shard, ps::Kind kind, const std::string& what);
+  ps::Header header(ps::Kind kind, int shard, int64_t update, double lr = 0) const;
+
+  ShardPlacement placement_;
+  std::vector<std::vector<PlacedRange>> ranges_;  // per shard
+  int worker_;
+  uint64_t generation_;
+  int timeout_ms_;
+  zmq::context_t context_;
+  std::vector<zmq::socket_t> sockets_;
+  std::vector<std::string> endpoints_;
+  std::vector<std::vector<float>> scratch_;  // per shard
+};
+
+}  // namespace dtrain

@@ -1,0 +1,20 @@
+// A parameter-server shard's process: the host's dtrain starts it like a
+// worker; after joining, the last [strategy] ps ranks become shards. It
+// publishes where it listens in the run's key-value store and serves the
+// workers until the chief stops it.
+#pragma once
+#include <string>
+
+#include "core/config/job_config.h"
+#include "core/launch/worker_session.h"
+
+namespace dtrain {
+
+// The store key under which shard `shard` publishes its endpoint.
+std::string shardEndpointKey(int shard);
+
+// Serves as shard session.shard(), listening on `host`; returns once the
+// chief has stopped it. Throws CommError when the workers fall silent.
+void runShardProcess(const JobConfig& job, WorkerSession& session, const std::string& host);
+
+}  // namespace dtrain
