@@ -56,7 +56,8 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
   WorkerSession session(job, assignment, hooks.before_abort_exit);
   if (session.shard() >= 0) {  // a parameter-server shard: serves the workers, trains nothing
     try {
-      runShardProcess(job, session, assignment.address);
+      const std::string summary = runShardProcess(job, session, assignment.address);
+      if (!options.quiet) std::printf("%s\n", summary.c_str());
       session.leave();
       return kExitOk;
     } catch (const std::exception& e) {

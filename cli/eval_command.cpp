@@ -9,7 +9,6 @@
 #include "core/train/replica_set.h"
 #include "core/train/trainer.h"
 #include "datasets/dataset.h"
-#include "strategies/one_device.h"
 
 namespace dtrain::cli {
 
@@ -22,8 +21,8 @@ int runEval(const EvalArgs& args) {
                       device.isCpu() ? resolveThreads(0) : 1, job.train.batch_size, device,
                       gpuLayerOptions(job.job, nullptr));
   restoreCheckpoint(from.checkpoint, replicas.store(), replicas.buffers(), nullptr);
-  OneDeviceStrategy one_process;  // eval runs in one process, whatever strategy trained the weights
-  EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data, one_process);
+  // One process, whatever strategy trained the weights.
+  EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data, Shard{0, 1}, {});
   if (args.json) {
     JsonWriter w;
     w.add("loss", r.loss);

@@ -36,7 +36,8 @@ std::shared_ptr<Strategy> makeStrategy(const JobConfig& job, WorkerSession& sess
     endpoints.emplace_back(b.begin(), b.end());
   }
   return std::make_shared<ParameterServerStrategy>(session.group(), std::move(endpoints),
-                                                   session.generation(), job.cluster.collective_timeout_s);
+                                                   session.generation(), job.cluster.collective_timeout_s,
+                                                   job.strategy.consistency);
 }
 
 }  // namespace dtrain

@@ -135,6 +135,12 @@ struct StrategySection {
   std::string type = "one_device";
   int workers = 2;  // mirrored, parameter_server: worker processes on this host (CPU slots or GPUs)
   int ps = 1;       // parameter_server: shard processes holding the variables (beside the workers)
+  // parameter_server: "sync" (a shard applies update t once every worker's
+  // push of t is in) | "async" (each push applied as it arrives) |
+  // "bounded" (async, but no worker runs more than `staleness` updates
+  // ahead of the slowest).
+  std::string consistency = "sync";
+  int staleness = 2;
   // "auto" (shared memory when every rank is on one host, else Gloo by size) |
   // "shared_memory" | "ring" | "halving_doubling" | "bcube" (Gloo algorithms)
   std::string collective = "auto";

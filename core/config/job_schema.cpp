@@ -87,6 +87,8 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(strategy, type),
       DTRAIN_JOB_FIELD(strategy, workers),
       DTRAIN_JOB_FIELD(strategy, ps),
+      DTRAIN_JOB_FIELD(strategy, consistency),
+      DTRAIN_JOB_FIELD(strategy, staleness),
       DTRAIN_JOB_FIELD(strategy, collective),
       DTRAIN_JOB_FIELD(strategy, bucket_mb),
       DTRAIN_JOB_FIELD(strategy, backend),

@@ -273,6 +273,12 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
   c.oneOf("strategy.type", s.type, available, known);
   c.intRange("strategy.workers", s.workers, 1, 64);
   c.intRange("strategy.ps", s.ps, 1, 64);
+  c.oneOf("strategy.consistency", s.consistency, {"sync", "async", "bounded"});
+  c.intRange("strategy.staleness", s.staleness, 0, 1000000);
+  // Workers at their own pace cannot meet mid-pass to sum batch statistics.
+  if (s.type == "parameter_server" && s.consistency != "sync" && s.sync_batchnorm)
+    c.failOr("strategy.sync_batchnorm", "strategy.consistency",
+             "needs workers that step together; use consistency = \"sync\" or set sync_batchnorm = false");
   // Built so far: one host, shards beside the workers.
   if (s.type == "parameter_server" && cluster.present)
     c.failOr("strategy.type", "cluster",

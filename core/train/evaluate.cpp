@@ -9,19 +9,19 @@
 namespace dtrain {
 
 EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size,
-                           const DataSection& data_config, Strategy& strategy) {
+                           const DataSection& data_config, Shard shard,
+                           const std::function<void(double*, int64_t)>& reduce) {
   auto start = std::chrono::steady_clock::now();
   Sampler sampler(data.size(), 0, /*shuffle=*/false);
   BatchLoader loader(data, sampler, batch_size,
-                     loaderOptionsFor(data_config, data, Split::Test, /*seed=*/0,
-                                      Shard{strategy.rank(), strategy.worldSize()},
+                     loaderOptionsFor(data_config, data, Split::Test, /*seed=*/0, shard,
                                       /*pinned=*/!replicas.device().isCpu()));
   loader.start(0, 0);
   Batch batch;
   BatchFigures total;
   while (loader.next(batch)) total += replicas.evaluate(batch);
   double sums[3] = {total.loss_sum, static_cast<double>(total.correct), static_cast<double>(total.samples)};
-  strategy.reduceFigures(sums, 3);
+  if (reduce) reduce(sums, 3);
   EvalResult r;
   r.samples = static_cast<int64_t>(sums[2]);
   if (r.samples > 0) {

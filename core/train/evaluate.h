@@ -1,13 +1,16 @@
 // Evaluation on a dataset split: every sample counted exactly once, in a
-// fixed order, in inference mode. With several ranks each evaluates its slice
-// of every batch and the sums are reduced, so every rank gets the result for
-// the whole split. The samples are prepared as [data] says (normalisation,
+// fixed order, in inference mode. With several ranks each evaluates its
+// `shard` of every batch and `reduce` sums the figures over the ranks, so
+// every rank gets the result for the whole split. The samples are prepared as [data] says (normalisation,
 // loader threads, prefetch), without the training augmentation.
 #pragma once
+#include <cstdint>
+#include <functional>
+
 #include "core/config/job_config.h"
 #include "core/train/replica_set.h"
 #include "datasets/dataset.h"
-#include "core/train/strategy.h"
+#include "datasets/loader_options.h"
 
 namespace dtrain {
 
@@ -19,7 +22,9 @@ struct EvalResult {
 };
 
 // Throws ConfigError when [data] mean/std do not fit the dataset's channels.
+// `reduce` (in place, a sum over the ranks) may be empty: one rank alone.
 EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size,
-                           const DataSection& data_config, Strategy& strategy);
+                           const DataSection& data_config, Shard shard,
+                           const std::function<void(double*, int64_t)>& reduce);
 
 }  // namespace dtrain

@@ -71,6 +71,11 @@ class Strategy {
   // One training step: the batch's gradients, their combination across the
   // workers, the update. Every rank runs the same steps.
   virtual StepFigures step(const StepInput& in) = 0;
+  // Whether the workers step together (true), so the loop may reduce each
+  // step's figures and evaluate and checkpoint collectively; false: each
+  // worker goes at its own pace (asynchronous updates), its figures are its
+  // own, and the chief alone evaluates and checkpoints.
+  virtual bool lockstep() const { return true; }
   // Before untrained state (batch norm's running statistics, per worker
   // unless synchronised) is evaluated or saved: every rank gets the values
   // the checkpoint should hold. Collective.

@@ -207,8 +207,9 @@ struct Trainer::Impl {
 
   void checkpoint(const char* why) {
     if (state.step == last_checkpoint_step) return;
-    strategy->agreeOnBuffers(replicas->buffers());  // collective: before the others leave
-    if (!chief()) {                                 // the chief writes; the others only keep count
+    // Collective: before the others leave (workers at their own pace keep the chief's).
+    if (strategy->lockstep()) strategy->agreeOnBuffers(replicas->buffers());
+    if (!chief()) {  // the chief writes; the others only keep count
       last_checkpoint_step = state.step;
       return;
     }
@@ -222,8 +223,20 @@ struct Trainer::Impl {
 
   void evaluate() {
     if (state.step == last_eval_step) return;
-    strategy->agreeOnBuffers(replicas->buffers());
-    last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data, *strategy);
+    if (!strategy->lockstep() && !chief()) {  // workers at their own pace: the chief evaluates alone
+      last_eval_step = state.step;
+      return;
+    }
+    if (strategy->lockstep()) strategy->agreeOnBuffers(replicas->buffers());
+    if (strategy->lockstep()) {
+      Strategy* ranks = strategy.get();
+      last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data,
+                                  Shard{strategy->rank(), strategy->worldSize()},
+                                  [ranks](double* v, int64_t n) { ranks->reduceFigures(v, n); });
+    } else {
+      last_eval =
+          evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data, Shard{0, 1}, {});
+    }
     last_eval_step = state.step;
     if (last_eval.accuracy > state.best_test_accuracy) state.best_test_accuracy = last_eval.accuracy;
     MetricsRecord r;
@@ -290,7 +303,7 @@ struct Trainer::Impl {
     }
     double figs[4] = {f.loss_sum, static_cast<double>(f.correct), static_cast<double>(f.samples),
                       static_cast<double>(p.stop)};
-    strategy->reduceFigures(figs, 4);
+    if (strategy->lockstep()) strategy->reduceFigures(figs, 4);  // else this worker's own figures
     if (figs[3] > 0 && !stop_signal) stop_signal = p.stop ? p.stop : SIGTERM;
     epoch_sums.loss += figs[0];
     epoch_sums.correct += figs[1];

@@ -1,5 +1,9 @@
 #include "strategies/parameter_server/parameter_server.h"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <utility>
 
 #include "core/errors.h"
@@ -18,11 +22,19 @@ Tensor onHost(const Tensor& t) { return t.device().isCpu() ? t : t.to(Device::cp
 
 ParameterServerStrategy::ParameterServerStrategy(std::shared_ptr<ProcessGroup> workers,
                                                  std::vector<std::string> shard_endpoints,
-                                                 uint64_t generation, double timeout_s)
+                                                 uint64_t generation, double timeout_s,
+                                                 std::string consistency)
     : workers_(std::move(workers)),
       endpoints_(std::move(shard_endpoints)),
       generation_(generation),
-      timeout_s_(timeout_s) {}
+      timeout_s_(timeout_s),
+      consistency_(std::move(consistency)) {
+  // Tests slow one worker down to see the staleness bound hold.
+  if (const char* slow = std::getenv("DTRAIN_TEST_SLOW_WORKER")) {
+    int rank = -1, ms = 0;
+    if (std::sscanf(slow, "%d:%d", &rank, &ms) == 2 && rank == workers_->rank()) slow_ms_ = ms;
+  }
+}
 
 ParameterServerStrategy::~ParameterServerStrategy() = default;
 
@@ -43,6 +55,7 @@ void ParameterServerStrategy::attach(const TrainingParts& parts) {
     for (const std::string& line : describePlacement(placement_, false))
       parts.say("parameter server: " + line);
   shards_ = std::make_unique<ShardClients>(endpoints_, placement_, rank(), generation_, timeout_s_);
+  shards_->startAt(parts.updates_done);
   if (isChief()) {
     // The shards start from the chief's state: fresh, or its checkpoint's.
     const Tensor params = onHost(replicas.store().params());
@@ -58,8 +71,13 @@ void ParameterServerStrategy::attach(const TrainingParts& parts) {
 }
 
 std::string ParameterServerStrategy::describeRun() const {
+  std::string updates = "synchronous updates";
+  if (consistency_ == "async") updates = "asynchronous updates";
+  if (consistency_ == "bounded")
+    updates = "updates at most " + std::to_string(local_->parts().job->strategy.staleness) +
+              " ahead of the slowest worker";
   return " per worker, " + std::to_string(worldSize()) + " workers, parameters on " +
-         std::to_string(endpoints_.size()) + " shard(s), synchronous updates";
+         std::to_string(endpoints_.size()) + " shard(s), " + updates;
 }
 
 StepFigures ParameterServerStrategy::step(const StepInput& in) {
@@ -67,6 +85,7 @@ StepFigures ParameterServerStrategy::step(const StepInput& in) {
   if (syncsBatchStats() && in.batch.global_size < worldSize()) return StepFigures{};
   const TrainingParts& parts = local_->parts();
   ReplicaSet& replicas = *parts.replicas;
+  if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
   const BatchFigures f = local_->computeGradients(in, nullptr);
   local_->sumReplicas();
   {

@@ -29,7 +29,7 @@ class ParameterServerStrategy : public Strategy {
   // `workers`: the workers' collectives; `shard_endpoints`: where each shard
   // listens; `generation`: the run's rendezvous generation.
   ParameterServerStrategy(std::shared_ptr<ProcessGroup> workers, std::vector<std::string> shard_endpoints,
-                          uint64_t generation, double timeout_s);
+                          uint64_t generation, double timeout_s, std::string consistency);
   ~ParameterServerStrategy() override;
 
   std::string name() const override { return "parameter_server"; }
@@ -44,6 +44,8 @@ class ParameterServerStrategy : public Strategy {
   void attach(const TrainingParts& parts) override;
   std::string describeRun() const override;
   StepFigures step(const StepInput& in) override;
+  // Synchronous updates step together; asynchronous and bounded ones do not.
+  bool lockstep() const override { return consistency_ == "sync"; }
   void agreeOnBuffers(ParamStore& buffers) override;
   void collectState(ParamStore& params, Optimizer& optimizer) override;
   // The workers meet; the chief stops the shards.
@@ -56,6 +58,8 @@ class ParameterServerStrategy : public Strategy {
   std::vector<std::string> endpoints_;
   uint64_t generation_;
   double timeout_s_;
+  std::string consistency_;
+  int slow_ms_ = 0;  // test hook: this worker sleeps before each step (DTRAIN_TEST_SLOW_WORKER=rank:ms)
   std::unique_ptr<LocalStep> local_;
   ShardPlacement placement_;
   std::unique_ptr<ShardClients> shards_;

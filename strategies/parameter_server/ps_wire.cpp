@@ -25,10 +25,28 @@ struct WireHeader {
   uint64_t generation;
   int32_t frames;
   int32_t unused2;
+  int64_t version_sent;  // Header::version
+  int64_t staleness;
 };
-static_assert(sizeof(WireHeader) == 48, "the wire header has a fixed size");
+static_assert(sizeof(WireHeader) == 64, "the wire header has a fixed size");
 
 bool knownKind(uint8_t k) { return k >= 1 && k <= 8; }
+
+WireHeader wireHeaderOf(const Header& h, int32_t frames) {
+  WireHeader w{};
+  w.magic = kMagic;
+  w.version = kVersion;
+  w.kind = static_cast<uint8_t>(h.kind);
+  w.worker = h.worker;
+  w.shard = h.shard;
+  w.update = h.update;
+  w.lr = h.lr;
+  w.generation = h.generation;
+  w.frames = frames;
+  w.version_sent = h.version;
+  w.staleness = h.staleness;
+  return w;
+}
 
 }  // namespace
 
@@ -56,8 +74,7 @@ const char* kindName(Kind kind) {
 
 void send(zmq::socket_t& socket, const Header& h, const std::vector<std::pair<const float*, int64_t>>& frames,
           const std::string* routing) {
-  WireHeader w{kMagic, kVersion,     static_cast<uint8_t>(h.kind),        0, h.worker, h.shard, h.update,
-               h.lr,   h.generation, static_cast<int32_t>(frames.size()), 0};
+  WireHeader w = wireHeaderOf(h, static_cast<int32_t>(frames.size()));
   if (routing) socket.send(zmq::buffer(*routing), zmq::send_flags::sndmore);
   socket.send(zmq::buffer(&w, sizeof w), frames.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -69,17 +86,7 @@ void send(zmq::socket_t& socket, const Header& h, const std::vector<std::pair<co
 void sendFailure(zmq::socket_t& socket, Header header, const std::string& reason,
                  const std::string* routing) {
   header.kind = Kind::Failure;
-  WireHeader w{kMagic,
-               kVersion,
-               static_cast<uint8_t>(Kind::Failure),
-               0,
-               header.worker,
-               header.shard,
-               header.update,
-               0.0,
-               header.generation,
-               1,
-               0};
+  WireHeader w = wireHeaderOf(header, 1);
   if (routing) socket.send(zmq::buffer(*routing), zmq::send_flags::sndmore);
   socket.send(zmq::buffer(&w, sizeof w), zmq::send_flags::sndmore);
   socket.send(zmq::buffer(reason), zmq::send_flags::none);
@@ -126,7 +133,15 @@ bool receive(zmq::socket_t& socket, Message& out, int timeout_ms, const std::str
                     " message announces " + std::to_string(w.frames) + " payload frames and carries " +
                     std::to_string(payload_frames));
   out = Message{};
-  out.header = Header{static_cast<Kind>(w.kind), w.worker, w.shard, w.update, w.lr, w.generation, w.frames};
+  out.header = Header{static_cast<Kind>(w.kind),
+                      w.worker,
+                      w.shard,
+                      w.update,
+                      w.lr,
+                      w.generation,
+                      w.frames,
+                      w.version_sent,
+                      w.staleness};
   if (out.header.kind == Kind::Failure) {
     out.text = payload_frames > 0 ? parts[first + 1].to_string() : std::string("(no reason given)");
     return true;

@@ -15,7 +15,7 @@ enum class Kind : uint8_t {
   Init = 1,    // chief -> shard: parameters, then the optimizer's state buffers; update = steps done
   Ack = 2,     // shard -> chief: Init or Stop taken
   Push = 3,    // worker -> shard: the worker's gradient of update `update`, for the shard's ranges
-  Params = 4,  // shard -> worker: the parameters after update `update`
+  Params = 4,  // shard -> worker: the parameters that answer the worker's push of `update`
   Gather = 5,  // chief -> shard: send everything for a checkpoint
   State = 6,   // shard -> chief: parameters, then the optimizer's state buffers
   Stop = 7,    // chief -> shard: the run is over
@@ -30,6 +30,10 @@ struct Header {
   double lr = 0;            // Push: the scheduled learning rate of the update
   uint64_t generation = 0;  // the run's rendezvous generation: a message of another one is refused
   int32_t frames = 0;       // payload frames that follow
+  // Push: the parameter version the gradient was computed on; Params: the
+  // version sent, and in `staleness` how many updates the push came late by.
+  int64_t version = 0;
+  int64_t staleness = 0;
 };
 
 // One message: its header and payload frames (each a float array).

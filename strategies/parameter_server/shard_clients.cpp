@@ -21,6 +21,7 @@ ShardClients::ShardClients(const std::vector<std::string>& endpoints, const Shar
                 " shard endpoints for a placement over " + std::to_string(placement.shards) + " shards");
   for (int s = 0; s < placement.shards; ++s) {
     ranges_.push_back(placement.rangesOf(s));
+    versions_.push_back(0);
     scratch_.emplace_back(static_cast<size_t>(placement.shard_floats[static_cast<size_t>(s)]));
     sockets_.emplace_back(context_, zmq::socket_type::dealer);
     sockets_.back().set(zmq::sockopt::linger, 0);
@@ -31,7 +32,9 @@ ShardClients::ShardClients(const std::vector<std::string>& endpoints, const Shar
 ShardClients::~ShardClients() = default;
 
 ps::Header ShardClients::header(ps::Kind kind, int shard, int64_t update, double lr) const {
-  return ps::Header{kind, worker_, shard, update, lr, generation_, 0};
+  ps::Header h{kind, worker_, shard, update, lr, generation_, 0};
+  h.version = versions_[static_cast<size_t>(shard)];  // the parameters this worker holds
+  return h;
 }
 
 const float* ShardClients::slice(int shard, const float* flat) {
@@ -88,6 +91,7 @@ void ShardClients::init(const float* params, const std::vector<const float*>& st
     ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Init, s, updates_done), frames);
   }
   for (int s = 0; s < shards(); ++s) await(s, ps::Kind::Ack, "the chief's init");
+  // Every worker starts from the chief's parameters, which are the shards' version `updates_done`.
 }
 
 void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, float* params) {
@@ -101,6 +105,8 @@ void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, fl
       throw CommError("parameter-server shard " + std::to_string(s) + " answered " + what +
                       " with the parameters of update " + std::to_string(m.header.update));
     unslice(s, m.payload[0], params);
+    versions_[static_cast<size_t>(s)] = m.header.version;
+    max_staleness_ = std::max(max_staleness_, m.header.staleness);
   }
 }
 

@@ -37,6 +37,10 @@ class ShardClients {
   void stop();
 
   int shards() const { return static_cast<int>(sockets_.size()); }
+  // Every worker starts from the chief's state, version `updates_done` on every shard.
+  void startAt(int64_t updates_done) { versions_.assign(versions_.size(), updates_done); }
+  // The largest staleness the shards reported for this worker's pushes.
+  int64_t maxStaleness() const { return max_staleness_; }
 
  private:
   // The shard's slice of a flat buffer, gathered into scratch_[s].
@@ -57,6 +61,8 @@ class ShardClients {
   std::vector<zmq::socket_t> sockets_;
   std::vector<std::string> endpoints_;
   std::vector<std::vector<float>> scratch_;  // per shard
+  std::vector<int64_t> versions_;            // per shard: the version of the parameters last taken
+  int64_t max_staleness_ = 0;
 };
 
 }  // namespace dtrain

@@ -7,7 +7,7 @@ namespace dtrain {
 
 std::string shardEndpointKey(int shard) { return "parameter_server/shard/" + std::to_string(shard); }
 
-void runShardProcess(const JobConfig& job, WorkerSession& session, const std::string& host) {
+std::string runShardProcess(const JobConfig& job, WorkerSession& session, const std::string& host) {
   const int workers = session.worldSize() - job.strategy.ps;
   ShardServer server(job, session.shard(), workers, session.generation(), host);
   const std::string& endpoint = server.endpoint();
@@ -15,6 +15,7 @@ void runShardProcess(const JobConfig& job, WorkerSession& session, const std::st
   // Workers that stop talking for longer than a collective may take are gone;
   // a lost one is normally reported sooner by the rendezvous's heartbeats.
   server.serve(job.cluster.collective_timeout_s + job.cluster.heartbeat_timeout_s);
+  return server.summary();
 }
 
 }  // namespace dtrain

@@ -13,8 +13,9 @@ namespace dtrain {
 // The store key under which shard `shard` publishes its endpoint.
 std::string shardEndpointKey(int shard);
 
-// Serves as shard session.shard(), listening on `host`; returns once the
-// chief has stopped it. Throws CommError when the workers fall silent.
-void runShardProcess(const JobConfig& job, WorkerSession& session, const std::string& host);
+// Serves as shard session.shard(), listening on `host`; returns, once the
+// chief has stopped it, one line of what it did (ShardServer::summary).
+// Throws CommError when the workers fall silent.
+std::string runShardProcess(const JobConfig& job, WorkerSession& session, const std::string& host);
 
 }  // namespace dtrain

@@ -1,6 +1,8 @@
 #include "strategies/parameter_server/shard_server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "core/comm/rendezvous_socket.h"
@@ -22,9 +24,14 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
       generation_(generation),
       context_(1),
       socket_(context_, zmq::socket_type::router),
+      consistency_(job.strategy.consistency),
+      staleness_bound_(job.strategy.staleness),
       pending_(static_cast<size_t>(workers)),
       arrived_(static_cast<size_t>(workers), false),
-      reply_to_(static_cast<size_t>(workers)) {
+      reply_to_(static_cast<size_t>(workers)),
+      clocks_(static_cast<size_t>(workers), 0),
+      waiting_(static_cast<size_t>(workers), false),
+      staleness_of_(static_cast<size_t>(workers), 0) {
   socket_.set(zmq::sockopt::linger, 0);
   bindOrExplain(socket_, "tcp://" + host + ":0");
   endpoint_ = "tcp://" + host + ":" + std::to_string(boundPort(socket_));
@@ -126,6 +133,7 @@ void ShardServer::init(const ps::Message& m, const std::string& routing) {
   summed_.assign(params_.size(), 0.0f);
   optimizer_ = std::move(optimizer);
   version_ = h.update;
+  clocks_.assign(static_cast<size_t>(workers_), h.update);  // every worker resumes at the chief's step
   initialized_ = true;
   ps::send(socket_, ps::Header{ps::Kind::Ack, 0, shard_, version_, 0.0, generation_, 0}, {}, &routing);
 }
@@ -137,25 +145,60 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
     return refuse(h, routing, "a push with " + std::to_string(m.payload.size()) + " frames");
   // The workers push only once the chief's init is answered (they meet at a barrier after it).
   if (!initialized_) return refuse(h, routing, workerName(h.worker) + " pushed before the chief's init");
-  if (h.update <= version_) {
-    // Applied already: a retry whose answer was lost gets the parameters again.
-    replyParams(routing, h.worker);
+  if (h.update <= clocks_[w]) {
+    // Applied already: a retry whose answer was lost gets the parameters
+    // again (unless its answer still waits for the slowest worker).
+    if (!waiting_[w]) replyParams(routing, h.worker, h.update, 0);
     return;
   }
-  if (h.update != version_ + 1)
+  if (h.update != clocks_[w] + 1)
     return refuse(h, routing,
-                  workerName(h.worker) + " pushed update " + std::to_string(h.update) +
-                      " while the shard is at " + std::to_string(version_) + "; the workers are out of step");
+                  workerName(h.worker) + " pushed update " + std::to_string(h.update) + " after its update " +
+                      std::to_string(clocks_[w]) + "; a push was lost");
   if (m.payload[0].size() != params_.size())
     return refuse(h, routing,
                   workerName(h.worker) + " pushed " + std::to_string(m.payload[0].size()) +
                       " gradients for " + std::to_string(params_.size()) + " parameters");
-  if (arrived_[w]) return;  // a duplicate of a pending push: the first one counts
-  pending_[w] = m.payload[0];
-  arrived_[w] = true;
+  if (consistency_ == "sync") {
+    if (arrived_[w]) return;  // a duplicate of a pending push: the first one counts
+    pending_[w] = m.payload[0];
+    arrived_[w] = true;
+    reply_to_[w] = routing;
+    if (h.worker == 0) pending_lr_ = h.lr;  // every worker schedules the same; the chief's is used
+    applyPending();
+    return;
+  }
+  // Asynchronous: applied at once, with the pushing worker's learning rate.
+  optimizer_->update(params_.data(), m.payload[0].data(), 0, static_cast<int64_t>(params_.size()),
+                     StepInfo{h.lr, version_ + 1});
+  const int64_t staleness = version_ - h.version;  // updates applied since the worker's parameters
+  ++version_;
+  clocks_[w] = h.update;
+  stats_.record(staleness);
+  waiting_[w] = true;
   reply_to_[w] = routing;
-  if (h.worker == 0) pending_lr_ = h.lr;  // every worker schedules the same; the chief's is used
-  applyPending();
+  staleness_of_[w] = staleness;
+  answerWaiting();
+}
+
+int64_t ShardServer::slowestClock() const {
+  int64_t slowest = clocks_[0];
+  for (int64_t c : clocks_) slowest = std::min(slowest, c);
+  return slowest;
+}
+
+void ShardServer::answerWaiting() {
+  // Bounded staleness: a worker at clock c goes on only once every worker
+  // has reached c - staleness (Ho et al.'s stale synchronous parallel).
+  const int64_t slowest = slowestClock();
+  for (size_t w = 0; w < waiting_.size(); ++w) {
+    if (!waiting_[w]) continue;
+    const int64_t ahead = clocks_[w] - slowest;
+    if (consistency_ == "bounded" && ahead > staleness_bound_) continue;
+    stats_.max_clock_gap = std::max(stats_.max_clock_gap, ahead);
+    waiting_[w] = false;
+    replyParams(reply_to_[w], static_cast<int>(w), clocks_[w], staleness_of_[w]);
+  }
 }
 
 void ShardServer::applyPending() {
@@ -170,15 +213,32 @@ void ShardServer::applyPending() {
   optimizer_->update(params_.data(), summed_.data(), 0, static_cast<int64_t>(params_.size()),
                      StepInfo{pending_lr_, version_ + 1});
   ++version_;
+  stats_.record(0);
   for (size_t w = 0; w < pending_.size(); ++w) {
-    replyParams(reply_to_[w], static_cast<int>(w));
+    clocks_[w] = version_;
+    replyParams(reply_to_[w], static_cast<int>(w), version_, 0);
     arrived_[w] = false;
   }
 }
 
-void ShardServer::replyParams(const std::string& routing, int worker) {
-  ps::send(socket_, ps::Header{ps::Kind::Params, worker, shard_, version_, 0.0, generation_, 0},
-           {{params_.data(), static_cast<int64_t>(params_.size())}}, &routing);
+void ShardServer::replyParams(const std::string& routing, int worker, int64_t update, int64_t staleness) {
+  ps::Header h{ps::Kind::Params, worker, shard_, update, 0.0, generation_, 0};
+  h.version = version_;
+  h.staleness = staleness;
+  ps::send(socket_, h, {{params_.data(), static_cast<int64_t>(params_.size())}}, &routing);
+}
+
+std::string ShardServer::summary() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "parameter server: shard %d: %lld updates applied (%s), staleness max %lld mean %.2f, "
+                "clock gap max %lld",
+                shard_, static_cast<long long>(stats_.applied), consistency_.c_str(),
+                static_cast<long long>(stats_.max_staleness), stats_.meanStaleness(),
+                static_cast<long long>(stats_.max_clock_gap));
+  std::string line = buf;
+  if (consistency_ == "bounded") line += " (bound " + std::to_string(staleness_bound_) + ")";
+  return line;
 }
 
 }  // namespace dtrain

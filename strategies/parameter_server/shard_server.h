@@ -3,17 +3,25 @@
 // them, applying the workers' gradients. It knows no model: the chief's Init
 // says how many floats it holds.
 //
-// Synchronous updates: the shard applies update t once, when every worker's
-// push of t has arrived, summing the pushes in worker order (so the sum does
-// not depend on arrival order), and then answers each worker with the new
-// parameters. A push is identified by (worker, update): a duplicate of a
-// pending push is dropped, a push of an update already applied is answered
-// with the current parameters (a retry whose answer was lost), so each is
-// applied exactly once; a message of another rendezvous generation is
-// refused.
+// [strategy] consistency:
+//   sync     update t is applied once, when every worker's push of t has
+//            arrived, summing the pushes in worker order (so the sum does
+//            not depend on arrival order); then each worker is answered
+//            with the new parameters.
+//   async    each push is applied as it arrives and answered at once; its
+//            staleness (updates applied since the parameters the worker
+//            computed on) is measured.
+//   bounded  as async, but a worker's answer waits while it is more than
+//            `staleness` updates ahead of the slowest worker, so no worker
+//            computes on parameters older than the bound.
+// A push is identified by (worker, update): a duplicate of a pending push is
+// dropped, a push of an update already applied is answered with the current
+// parameters (a retry whose answer was lost), so each is applied exactly
+// once; a message of another rendezvous generation is refused.
 //
 // Not thread-safe: serve() runs on the shard's main thread.
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,13 +48,18 @@ class ShardServer {
   // What serve() has done, for logs and tests.
   int64_t version() const { return version_; }
   int64_t requests() const { return requests_; }
+  // One line: updates applied, staleness (max, mean), the largest clock gap answered.
+  std::string summary() const;
 
  private:
   void handle(const ps::Message& m, const std::string& routing);
   void init(const ps::Message& m, const std::string& routing);
   void push(const ps::Message& m, const std::string& routing);
   void applyPending();
-  void replyParams(const std::string& routing, int worker);
+  // Answers the waiting workers the consistency lets go on.
+  void answerWaiting();
+  int64_t slowestClock() const;
+  void replyParams(const std::string& routing, int worker, int64_t update, int64_t staleness);
   void refuse(const ps::Header& h, const std::string& routing, const std::string& why);
 
   const JobConfig& job_;
@@ -60,12 +73,27 @@ class ShardServer {
   std::vector<float> params_, summed_;
   std::unique_ptr<Optimizer> optimizer_;
   int64_t version_ = 0;  // updates applied (the chief's Init sets where it starts)
+  std::string consistency_;
+  int64_t staleness_bound_;
   // The pushes of update version_ + 1, per worker, and where to answer.
   std::vector<std::vector<float>> pending_;
   std::vector<bool> arrived_;
   std::vector<std::string> reply_to_;
   double pending_lr_ = 0;
   int64_t requests_ = 0;
+
+  std::vector<int64_t> clocks_;        // per worker: its last update applied
+  std::vector<bool> waiting_;          // per worker: its answer waits (async, bounded)
+  std::vector<int64_t> staleness_of_;  // per worker: its waiting push's staleness
+  struct Stats {
+    int64_t applied = 0, max_staleness = 0, staleness_sum = 0, max_clock_gap = 0;
+    void record(int64_t staleness) {
+      ++applied;
+      max_staleness = std::max(max_staleness, staleness);
+      staleness_sum += staleness;
+    }
+    double meanStaleness() const { return applied > 0 ? static_cast<double>(staleness_sum) / applied : 0.0; }
+  } stats_;
 };
 
 }  // namespace dtrain

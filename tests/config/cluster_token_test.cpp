@@ -43,6 +43,8 @@ TEST_CASE("the resolved job writes [strategy] and [cluster] with the token hidde
       "type = \"multi_worker_mirrored\"\n"
       "workers = 3\n"
       "ps = 1\n"
+      "consistency = \"sync\"\n"
+      "staleness = 2\n"
       "collective = \"ring\"\n"
       "bucket_mb = 25.0\n"
       "backend = \"auto\"\n"

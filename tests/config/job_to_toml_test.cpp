@@ -220,6 +220,8 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "type = \"one_device\"\n"
       "workers = 2\n"
       "ps = 1\n"
+      "consistency = \"sync\"\n"
+      "staleness = 2\n"
       "collective = \"auto\"\n"
       "bucket_mb = 4.0\n"
       "backend = \"auto\"\n"

@@ -185,6 +185,13 @@ TEST_CASE("strategies not yet built are named as such") {
 TEST_CASE("parameter_server: its shard count, [cluster] and clipping are checked") {
   CHECK(validationError("", {"strategy.type=parameter_server", "strategy.ps=0"}) ==
         "--set strategy.ps=0: [strategy] ps must be in [1, 64] (got 0)");
+  CHECK(
+      validationError("", {"strategy.type=parameter_server", "strategy.consistency=eventual"}) ==
+      "--set strategy.consistency=eventual: [strategy] consistency must be one of 'sync', 'async', 'bounded' "
+      "(got \"eventual\")");
+  CHECK(validationError("", {"strategy.type=parameter_server", "strategy.consistency=async",
+                             "strategy.sync_batchnorm=true"})
+            .find("needs workers that step together") != std::string::npos);
   CHECK(validationError("", {"strategy.type=parameter_server", "train.grad_clip_norm=1"})
             .find("clipping is not available with [strategy] type = \"parameter_server\"") !=
         std::string::npos);

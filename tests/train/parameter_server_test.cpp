@@ -114,3 +114,66 @@ TEST_CASE("parameter_server: dtrain check prints the placement table, every vari
     CHECK(r.output.find(std::string(variable) + "\n") != std::string::npos);
   }
 }
+
+namespace {
+
+// The largest clock gap a run's shards answered, from their summary lines
+// ("... clock gap max G"); -1 when no shard reported.
+int64_t largestClockGap(const std::string& output) {
+  int64_t largest = -1;
+  for (size_t at = output.find("clock gap max "); at != std::string::npos;
+       at = output.find("clock gap max ", at + 1))
+    largest = std::max<int64_t>(largest, std::stoll(output.substr(at + 14)));
+  return largest;
+}
+
+double testAccuracy(const std::string& output) {
+  const size_t at = output.find("test accuracy ");
+  REQUIRE(at != std::string::npos);
+  return std::stod(output.substr(at + 14));
+}
+
+}  // namespace
+
+TEST_CASE("parameter_server: bounded staleness holds a slowed worker's peers within the bound") {
+  TempDir dir("ps_bounded");
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", parameterServer(2, 2))));
+  for (int bound : {0, 2}) {
+    CAPTURE(bound);
+    const RunResult r =
+        runDtrain({"train", dir / "job.toml", "--overwrite", "--set", "train.steps=30", "--set",
+                   "strategy.consistency=bounded", "--set", "strategy.staleness=" + std::to_string(bound)},
+                  "DTRAIN_TEST_SLOW_WORKER=1:20");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("(bounded)") != std::string::npos);
+    const int64_t gap = largestClockGap(r.output);
+    CHECK(gap >= 0);
+    CHECK(gap <= bound);
+  }
+  // Without the bound the fast worker runs ahead of the slowed one.
+  const RunResult free = runDtrain({"train", dir / "job.toml", "--overwrite", "--set", "train.steps=30",
+                                    "--set", "strategy.consistency=async"},
+                                   "DTRAIN_TEST_SLOW_WORKER=1:20");
+  INFO(free.output);
+  REQUIRE(free.exit_code == 0);
+  CHECK(largestClockGap(free.output) > 2);
+}
+
+TEST_CASE("parameter_server: asynchronous training finishes and learns about as well as synchronous") {
+  TempDir dir("ps_async");
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", parameterServer(2, 2))));
+  const RunResult sync = runDtrain({"train", dir / "job.toml", "--overwrite", "--set", "train.epochs=3"});
+  REQUIRE(sync.exit_code == 0);
+  const RunResult async = runDtrain({"train", dir / "job.toml", "--overwrite", "--set", "train.epochs=3",
+                                     "--set", "strategy.consistency=async"});
+  INFO(async.output);
+  REQUIRE(async.exit_code == 0);
+  CHECK(async.output.find("(async)") != std::string::npos);
+  CHECK(async.output.find("staleness max ") != std::string::npos);
+  CHECK(std::fabs(testAccuracy(async.output) - testAccuracy(sync.output)) <= 0.1);
+  // The checkpoint holds what every other strategy's does: eval reads it.
+  const RunResult eval = runDtrain({"eval", dir / "run/checkpoints/latest"});
+  INFO(eval.output);
+  CHECK(eval.exit_code == 0);
+}
