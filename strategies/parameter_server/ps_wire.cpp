@@ -1,6 +1,13 @@
 #include "strategies/parameter_server/ps_wire.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <random>
+#include <thread>
 
 #include "core/errors.h"
 
@@ -72,15 +79,54 @@ const char* kindName(Kind kind) {
   return "?";
 }
 
-void send(zmq::socket_t& socket, const Header& h, const std::vector<std::pair<const float*, int64_t>>& frames,
-          const std::string* routing) {
-  WireHeader w = wireHeaderOf(h, static_cast<int32_t>(frames.size()));
+namespace {
+
+// Fault injection for tests (DTRAIN_TEST_PS_FAULTS="drop=P,dup=P,delay_ms=N"):
+// pushes and their answers are dropped, sent twice or held back at random,
+// so the tests see each push applied exactly once all the same.
+struct Faults {
+  double drop = 0, dup = 0;
+  int delay_ms = 0;
+  std::mt19937 rng;
+  bool on = false;
+};
+
+Faults& faults() {
+  static Faults f = [] {
+    Faults out;
+    const char* text = std::getenv("DTRAIN_TEST_PS_FAULTS");
+    if (!text) return out;
+    std::sscanf(text, "drop=%lf,dup=%lf,delay_ms=%d", &out.drop, &out.dup, &out.delay_ms);
+    out.rng.seed(static_cast<unsigned>(::getpid()));
+    out.on = true;
+    return out;
+  }();
+  return f;
+}
+
+void sendOnce(zmq::socket_t& socket, const WireHeader& w,
+              const std::vector<std::pair<const float*, int64_t>>& frames, const std::string* routing) {
   if (routing) socket.send(zmq::buffer(*routing), zmq::send_flags::sndmore);
   socket.send(zmq::buffer(&w, sizeof w), frames.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
   for (size_t i = 0; i < frames.size(); ++i) {
     const auto flags = i + 1 == frames.size() ? zmq::send_flags::none : zmq::send_flags::sndmore;
     socket.send(zmq::buffer(frames[i].first, static_cast<size_t>(frames[i].second) * sizeof(float)), flags);
   }
+}
+
+}  // namespace
+
+void send(zmq::socket_t& socket, const Header& h, const std::vector<std::pair<const float*, int64_t>>& frames,
+          const std::string* routing) {
+  const WireHeader w = wireHeaderOf(h, static_cast<int32_t>(frames.size()));
+  Faults& f = faults();
+  if (f.on && (h.kind == Kind::Push || h.kind == Kind::Params)) {
+    std::uniform_real_distribution<double> chance(0.0, 1.0);
+    if (f.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f.rng() % (f.delay_ms + 1)));
+    if (chance(f.rng) < f.drop) return;
+    if (chance(f.rng) < f.dup) sendOnce(socket, w, frames, routing);
+  }
+  sendOnce(socket, w, frames, routing);
 }
 
 void sendFailure(zmq::socket_t& socket, Header header, const std::string& reason,

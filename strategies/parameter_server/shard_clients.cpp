@@ -1,6 +1,7 @@
 #include "strategies/parameter_server/shard_clients.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/comm/rendezvous_socket.h"
@@ -55,12 +56,30 @@ void ShardClients::unslice(int shard, const std::vector<float>& from, float* fla
 }
 
 ps::Message ShardClients::await(int shard, ps::Kind kind, const std::string& what) {
+  std::optional<ps::Message> m = tryAwait(shard, kind, what, timeout_ms_);
+  if (!m)
+    throw CommError("parameter-server shard " + std::to_string(shard) + " (" +
+                    endpoints_[static_cast<size_t>(shard)] + ") did not answer " + what + " within " +
+                    std::to_string(timeout_ms_ / 1000) + " s; is it alive? ([cluster] collective_timeout_s)");
+  return *m;
+}
+
+std::optional<ps::Message> ShardClients::tryAwait(int shard, ps::Kind kind, const std::string& what,
+                                                  int wait_ms) {
   const std::string peer =
       "parameter-server shard " + std::to_string(shard) + " (" + endpoints_[static_cast<size_t>(shard)] + ")";
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point until = Clock::now() + std::chrono::milliseconds(wait_ms);
   ps::Message m;
-  if (!ps::receive(sockets_[static_cast<size_t>(shard)], m, timeout_ms_, peer))
-    throw CommError(peer + " did not answer " + what + " within " + std::to_string(timeout_ms_ / 1000) +
-                    " s; is it alive? ([cluster] collective_timeout_s)");
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (!ps::receive(sockets_[static_cast<size_t>(shard)], m, static_cast<int>(std::max<int64_t>(0, left)),
+                     peer))
+      return std::nullopt;
+    // A second answer to a push sent twice may still come: not what is awaited now.
+    if (kind != ps::Kind::Params && m.header.kind == ps::Kind::Params) continue;
+    break;
+  }
   if (m.header.kind == ps::Kind::Failure) throw CommError(peer + " refused " + what + ": " + m.text);
   if (m.header.kind != kind || m.header.generation != generation_)
     throw CommError(peer + " answered " + what + " with a " + ps::kindName(m.header.kind) +
@@ -100,13 +119,42 @@ void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, fl
     ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Push, s, update, lr),
              {{slice(s, grads), placement_.shard_floats[static_cast<size_t>(s)]}});
   for (int s = 0; s < shards(); ++s) {
-    const ps::Message m = await(s, ps::Kind::Params, what);
-    if (m.payload.size() != 1 || m.header.update != update)
-      throw CommError("parameter-server shard " + std::to_string(s) + " answered " + what +
-                      " with the parameters of update " + std::to_string(m.header.update));
+    const ps::Message m = awaitParams(s, update, lr, what);
     unslice(s, m.payload[0], params);
     versions_[static_cast<size_t>(s)] = m.header.version;
     max_staleness_ = std::max(max_staleness_, m.header.staleness);
+  }
+}
+
+ps::Message ShardClients::awaitParams(int shard, int64_t update, double lr, const std::string& what) {
+  // A push or its answer may be lost on the way: the push is sent again,
+  // less and less often, until the answer comes or the deadline passes. The
+  // shard applies each (worker, update) once and answers a repeat again, so
+  // a repeat is harmless; answers to earlier repeats are dropped here.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  int resend_ms = kFirstResendMs;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const int wait_ms = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, resend_ms)));
+    std::optional<ps::Message> m = tryAwait(shard, ps::Kind::Params, what, wait_ms);
+    if (m) {
+      if (m->header.update < update) continue;  // the answer to an earlier repeat
+      if (m->payload.size() != 1 || m->header.update != update)
+        throw CommError("parameter-server shard " + std::to_string(shard) + " answered " + what +
+                        " with the parameters of update " + std::to_string(m->header.update));
+      return *m;
+    }
+    if (Clock::now() >= deadline)
+      throw CommError("parameter-server shard " + std::to_string(shard) + " (" +
+                      endpoints_[static_cast<size_t>(shard)] + ") did not answer " + what + " within " +
+                      std::to_string(timeout_ms_ / 1000) +
+                      " s; is it alive? ([cluster] collective_timeout_s)");
+    ps::send(
+        sockets_[static_cast<size_t>(shard)], header(ps::Kind::Push, shard, update, lr),
+        {{scratch_[static_cast<size_t>(shard)].data(), placement_.shard_floats[static_cast<size_t>(shard)]}});
+    ++resends_;
+    resend_ms = std::min(resend_ms * 2, kLastResendMs);
   }
 }
 

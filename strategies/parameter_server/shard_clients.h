@@ -4,11 +4,13 @@
 // updated parameters. The flat parameter and gradient buffers are cut by the
 // placement: shard s gets the concatenation of its ranges, in flat order.
 // Every wait has a deadline ([cluster] collective_timeout_s); a shard that
-// misses it, or answers with a failure, is named in a CommError.
+// misses it, or answers with a failure, is named in a CommError. A push
+// whose answer does not come is sent again (the shard applies it once).
 //
 // Not thread-safe: the trainer's thread.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -41,6 +43,8 @@ class ShardClients {
   void startAt(int64_t updates_done) { versions_.assign(versions_.size(), updates_done); }
   // The largest staleness the shards reported for this worker's pushes.
   int64_t maxStaleness() const { return max_staleness_; }
+  // Pushes sent again because no answer came in time.
+  int64_t resends() const { return resends_; }
 
  private:
   // The shard's slice of a flat buffer, gathered into scratch_[s].
@@ -50,6 +54,10 @@ class ShardClients {
   // Waits for shard s's answer of `kind`; throws CommError on a failure,
   // another kind or the deadline.
   ps::Message await(int shard, ps::Kind kind, const std::string& what);
+  // The same within `wait_ms`, or nothing.
+  std::optional<ps::Message> tryAwait(int shard, ps::Kind kind, const std::string& what, int wait_ms);
+  // The answer to this worker's push of `update`, pushing again while it does not come.
+  ps::Message awaitParams(int shard, int64_t update, double lr, const std::string& what);
   ps::Header header(ps::Kind kind, int shard, int64_t update, double lr = 0) const;
 
   ShardPlacement placement_;
@@ -63,6 +71,10 @@ class ShardClients {
   std::vector<std::vector<float>> scratch_;  // per shard
   std::vector<int64_t> versions_;            // per shard: the version of the parameters last taken
   int64_t max_staleness_ = 0;
+  int64_t resends_ = 0;
+  // A push unanswered this long is sent again, then after twice as long, up to the last.
+  static constexpr int kFirstResendMs = 250;
+  static constexpr int kLastResendMs = 4000;
 };
 
 }  // namespace dtrain

@@ -177,3 +177,30 @@ TEST_CASE("parameter_server: asynchronous training finishes and learns about as 
   INFO(eval.output);
   CHECK(eval.exit_code == 0);
 }
+
+TEST_CASE("parameter_server: pushes lost, repeated and delayed on the way are applied exactly once") {
+  // The transport's test layer drops a fifth of the pushes and answers,
+  // sends another fifth twice, and holds each back up to 3 ms: workers push
+  // again when no answer comes, and shards apply each (worker, update) once.
+  TempDir dir("ps_faults");
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", parameterServer(2, 2))));
+  train(dir, "clean", oneThread(smallJob(dir / "clean", parameterServer(2, 2))), 12);
+  const std::string faults = "DTRAIN_TEST_PS_FAULTS='drop=0.2,dup=0.2,delay_ms=3'";
+  const RunResult sync = runDtrain({"train", dir / "job.toml", "--set", "train.steps=12"}, faults);
+  INFO(sync.output);
+  REQUIRE(sync.exit_code == 0);
+  CHECK(sync.output.find("shard 0: 12 updates applied (sync)") != std::string::npos);
+  CHECK(sync.output.find("shard 1: 12 updates applied (sync)") != std::string::npos);
+  CHECK(readFile(dir / "run/checkpoints/latest/model.safetensors") ==
+        readFile(dir / "clean/checkpoints/latest/model.safetensors"));
+  CHECK(readFile(dir / "run/checkpoints/latest/optimizer.safetensors") ==
+        readFile(dir / "clean/checkpoints/latest/optimizer.safetensors"));
+  // Asynchronous: every push of both workers, once each.
+  const RunResult async = runDtrain({"train", dir / "job.toml", "--overwrite", "--set", "train.steps=12",
+                                     "--set", "strategy.consistency=async"},
+                                    faults);
+  INFO(async.output);
+  REQUIRE(async.exit_code == 0);
+  CHECK(async.output.find("shard 0: 24 updates applied (async)") != std::string::npos);
+  CHECK(async.output.find("shard 1: 24 updates applied (async)") != std::string::npos);
+}
