@@ -69,6 +69,7 @@ void MetricsLog::write(const MetricsRecord& r) {
   w.add("images_per_s", r.images_per_s);
   if (r.lr >= 0) w.add("lr", r.lr);
   w.add("samples", r.samples);
+  for (const auto& [name, value] : r.extra) w.add(name, value);
   w.add("time", unixTime());
   std::string line = w.str() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)

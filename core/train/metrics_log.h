@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dtrain {
 
@@ -20,6 +22,9 @@ struct MetricsRecord {
   double images_per_s = 0;
   double lr = -1;       // train lines only (< 0: omitted)
   int64_t samples = 0;  // samples the figures cover
+  // What the strategy measured of the step (a parameter server's staleness
+  // and per-shard traffic), written as further fields.
+  std::vector<std::pair<std::string, double>> extra;
 };
 
 class MetricsLog {

@@ -3,7 +3,8 @@
 // the parts it trains with once the model exists (attach), and asks it to run
 // each step. The strategy decides where gradients are combined and where the
 // update runs; the implementations live whole in strategies/ (one_device,
-// mirrored and multi_worker_mirrored), made by strategies/make_strategy.h.
+// mirrored and multi_worker_mirrored, central_storage, parameter_server), made
+// by strategies/make_strategy.h.
 //
 // Every collective is collective: all ranks make the same calls in the same
 // order.
@@ -11,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/config/job_config.h"
 #include "core/train/replica_set.h"
@@ -25,6 +28,8 @@ class StepProfile;
 struct StepFigures {
   BatchFigures host;
   bool on_device = false;
+  // What the strategy measured of the step, for metrics.jsonl ("staleness_max": 2).
+  std::vector<std::pair<std::string, double>> extra;
 };
 
 // What one step trains on.
@@ -44,7 +49,7 @@ struct TrainingParts {
   Optimizer* optimizer = nullptr;
   StepProfile* profile = nullptr;               // dtrain bench step; null in training
   std::function<void(const std::string&)> say;  // one line for the log (warnings)
-  int64_t updates_done = 0;  // steps the run has taken (a resume's checkpoint step)
+  int64_t updates_done = 0;                     // steps the run has taken (a resume's checkpoint step)
   int64_t* graph_replays = nullptr;             // counts the steps replayed from a CUDA graph (TrainOutcome)
 };
 

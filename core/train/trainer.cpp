@@ -317,6 +317,7 @@ struct Trainer::Impl {
     r.images_per_s = p.seconds > 0 ? figs[2] / p.seconds : 0;
     r.lr = p.lr;
     r.samples = static_cast<int64_t>(figs[2]);
+    r.extra = p.figures.extra;
     if (metrics) metrics->write(r);
     if (tensorboard)
       tensorboard->scalars(p.step, {{"train/loss", static_cast<float>(r.loss)},

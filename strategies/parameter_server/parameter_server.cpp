@@ -1,5 +1,6 @@
 #include "strategies/parameter_server/parameter_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,9 +102,31 @@ StepFigures ParameterServerStrategy::step(const StepInput& in) {
     }
     replicas.grads().zero();
   }
-  if (!local_->onDevice()) return StepFigures{f, false};
-  replicas.snapshotDeviceFigures();
-  return StepFigures{BatchFigures{}, true};
+  StepFigures out{f, false, measuredFigures()};
+  if (local_->onDevice()) {
+    replicas.snapshotDeviceFigures();
+    out.host = BatchFigures{};
+    out.on_device = true;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> ParameterServerStrategy::measuredFigures() const {
+  const std::vector<ShardClients::ShardStep>& shards = shards_->lastStep();
+  int64_t max_staleness = 0, sum = 0;
+  for (const auto& s : shards) {
+    max_staleness = std::max(max_staleness, s.staleness);
+    sum += s.staleness;
+  }
+  std::vector<std::pair<std::string, double>> out = {
+      {"staleness_max", static_cast<double>(max_staleness)},
+      {"staleness_mean",
+       shards.empty() ? 0.0 : static_cast<double>(sum) / static_cast<double>(shards.size())}};
+  for (size_t s = 0; s < shards.size(); ++s) {
+    out.emplace_back("shard" + std::to_string(s) + "_bytes", static_cast<double>(shards[s].bytes));
+    out.emplace_back("shard" + std::to_string(s) + "_requests_per_s", shards[s].requests_per_s);
+  }
+  return out;
 }
 
 void ParameterServerStrategy::agreeOnBuffers(ParamStore& buffers) {

@@ -53,6 +53,9 @@ class ParameterServerStrategy : public Strategy {
 
  private:
   bool syncsBatchStats() const;
+  // The last step's staleness (max and mean over the shards) and each
+  // shard's traffic, for metrics.jsonl.
+  std::vector<std::pair<std::string, double>> measuredFigures() const;
 
   std::shared_ptr<ProcessGroup> workers_;
   std::vector<std::string> endpoints_;

@@ -34,8 +34,9 @@ struct WireHeader {
   int32_t unused2;
   int64_t version_sent;  // Header::version
   int64_t staleness;
+  double rate;
 };
-static_assert(sizeof(WireHeader) == 64, "the wire header has a fixed size");
+static_assert(sizeof(WireHeader) == 72, "the wire header has a fixed size");
 
 bool knownKind(uint8_t k) { return k >= 1 && k <= 8; }
 
@@ -52,6 +53,7 @@ WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   w.frames = frames;
   w.version_sent = h.version;
   w.staleness = h.staleness;
+  w.rate = h.rate;
   return w;
 }
 
@@ -102,6 +104,21 @@ Faults& faults() {
     return out;
   }();
   return f;
+}
+
+Header headerOf(const WireHeader& w) {
+  Header h;
+  h.kind = static_cast<Kind>(w.kind);
+  h.worker = w.worker;
+  h.shard = w.shard;
+  h.update = w.update;
+  h.lr = w.lr;
+  h.generation = w.generation;
+  h.frames = w.frames;
+  h.version = w.version_sent;
+  h.staleness = w.staleness;
+  h.rate = w.rate;
+  return h;
 }
 
 void sendOnce(zmq::socket_t& socket, const WireHeader& w,
@@ -179,15 +196,7 @@ bool receive(zmq::socket_t& socket, Message& out, int timeout_ms, const std::str
                     " message announces " + std::to_string(w.frames) + " payload frames and carries " +
                     std::to_string(payload_frames));
   out = Message{};
-  out.header = Header{static_cast<Kind>(w.kind),
-                      w.worker,
-                      w.shard,
-                      w.update,
-                      w.lr,
-                      w.generation,
-                      w.frames,
-                      w.version_sent,
-                      w.staleness};
+  out.header = headerOf(w);
   if (out.header.kind == Kind::Failure) {
     out.text = payload_frames > 0 ? parts[first + 1].to_string() : std::string("(no reason given)");
     return true;

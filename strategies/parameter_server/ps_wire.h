@@ -34,6 +34,7 @@ struct Header {
   // version sent, and in `staleness` how many updates the push came late by.
   int64_t version = 0;
   int64_t staleness = 0;
+  double rate = 0;  // Params: the requests per second the shard has served so far
 };
 
 // One message: its header and payload frames (each a float array).

@@ -23,6 +23,7 @@ ShardClients::ShardClients(const std::vector<std::string>& endpoints, const Shar
   for (int s = 0; s < placement.shards; ++s) {
     ranges_.push_back(placement.rangesOf(s));
     versions_.push_back(0);
+    last_step_.emplace_back();
     scratch_.emplace_back(static_cast<size_t>(placement.shard_floats[static_cast<size_t>(s)]));
     sockets_.emplace_back(context_, zmq::socket_type::dealer);
     sockets_.back().set(zmq::sockopt::linger, 0);
@@ -123,6 +124,9 @@ void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, fl
     unslice(s, m.payload[0], params);
     versions_[static_cast<size_t>(s)] = m.header.version;
     max_staleness_ = std::max(max_staleness_, m.header.staleness);
+    const int64_t floats = placement_.shard_floats[static_cast<size_t>(s)];
+    last_step_[static_cast<size_t>(s)] =
+        ShardStep{m.header.staleness, m.header.rate, 2 * floats * static_cast<int64_t>(sizeof(float))};
   }
 }
 

@@ -45,6 +45,14 @@ class ShardClients {
   int64_t maxStaleness() const { return max_staleness_; }
   // Pushes sent again because no answer came in time.
   int64_t resends() const { return resends_; }
+  // The last pushAndPull as each shard saw it: the push's staleness and the
+  // shard's requests per second; and the bytes that went each way per shard.
+  struct ShardStep {
+    int64_t staleness = 0;
+    double requests_per_s = 0;
+    int64_t bytes = 0;
+  };
+  const std::vector<ShardStep>& lastStep() const { return last_step_; }
 
  private:
   // The shard's slice of a flat buffer, gathered into scratch_[s].
@@ -72,6 +80,7 @@ class ShardClients {
   std::vector<int64_t> versions_;            // per shard: the version of the parameters last taken
   int64_t max_staleness_ = 0;
   int64_t resends_ = 0;
+  std::vector<ShardStep> last_step_;  // per shard
   // A push unanswered this long is sent again, then after twice as long, up to the last.
   static constexpr int kFirstResendMs = 250;
   static constexpr int kLastResendMs = 4000;

@@ -40,6 +40,7 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
 ShardServer::~ShardServer() = default;
 
 void ShardServer::serve(double idle_timeout_s) {
+  started_ = std::chrono::steady_clock::now();
   auto last = std::chrono::steady_clock::now();
   const std::string peer = "shard " + std::to_string(shard_) + "'s port";
   while (!stopped_) {
@@ -225,6 +226,8 @@ void ShardServer::replyParams(const std::string& routing, int worker, int64_t up
   ps::Header h{ps::Kind::Params, worker, shard_, update, 0.0, generation_, 0};
   h.version = version_;
   h.staleness = staleness;
+  const double served_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  h.rate = served_s > 0 ? static_cast<double>(requests_) / served_s : 0.0;
   ps::send(socket_, h, {{params_.data(), static_cast<int64_t>(params_.size())}}, &routing);
 }
 

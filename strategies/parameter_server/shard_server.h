@@ -22,6 +22,7 @@
 // Not thread-safe: serve() runs on the shard's main thread.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,7 @@ class ShardServer {
   std::vector<std::string> reply_to_;
   double pending_lr_ = 0;
   int64_t requests_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   std::vector<int64_t> clocks_;        // per worker: its last update applied
   std::vector<bool> waiting_;          // per worker: its answer waits (async, bounded)

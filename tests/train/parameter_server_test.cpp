@@ -66,6 +66,10 @@ TEST_CASE("parameter_server: the placement is printed at the start, by size over
   CHECK(r.output.find("shard 0:") != std::string::npos);
   CHECK(r.output.find("shard 1:") != std::string::npos);
   CHECK(r.output.find("2 workers, parameters on 2 shard(s), synchronous updates") != std::string::npos);
+  // Each step's line says how stale its pushes were and what each shard carried.
+  const std::string metrics = readFile(dir / "run/metrics.jsonl");
+  CHECK(metrics.find("\"staleness_max\":0.0,\"staleness_mean\":0.0,\"shard0_bytes\":") != std::string::npos);
+  CHECK(metrics.find("\"shard1_requests_per_s\":") != std::string::npos);
 }
 
 TEST_CASE(
