@@ -1,8 +1,8 @@
 // Batch normalisation's state across the worker processes of a strategy that
-// trains with several (mirrored, parameter_server): with [strategy]
-// sync_batchnorm the batch statistics are summed over the workers during the
-// passes; otherwise each worker normalises by its own slice and the running
-// statistics are averaged before they are evaluated or saved, as
+// trains with several (mirrored, central_storage, parameter_server): with
+// [strategy] sync_batchnorm the batch statistics are summed over the workers
+// during the passes; otherwise each worker normalises by its own slice and
+// the running statistics are averaged before they are evaluated or saved, as
 // tf.distribute reads per-replica batch-norm moments.
 #pragma once
 #include "core/comm/process_group.h"

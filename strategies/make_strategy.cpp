@@ -7,6 +7,7 @@
 #include "core/comm/store.h"
 #include "core/errors.h"
 #include "core/util/seconds.h"
+#include "strategies/central_storage.h"
 #include "strategies/mirrored.h"
 #include "strategies/one_device.h"
 #include "strategies/parameter_server/parameter_server.h"
@@ -22,6 +23,13 @@ std::shared_ptr<Strategy> makeStrategy(const StrategySection& cfg, std::shared_p
           "[strategy] type '" + cfg.type +
           "' runs one process per worker; start it with `dtrain train` (not as a single process)");
     return std::make_shared<MirroredStrategy>(cfg.type, std::move(group));
+  }
+  if (cfg.type == "central_storage") {
+    if (!group)
+      throw ConfigError(
+          "[strategy] type 'central_storage' runs one process per worker; start it with `dtrain train` (not "
+          "as a single process)");
+    return std::make_shared<CentralStorageStrategy>(std::move(group));
   }
   throw ConfigError("[strategy] type '" + cfg.type +
                     "' is not available in this build yet; use 'one_device'");

@@ -18,7 +18,7 @@
 #include "core/comm/process_group.h"
 #include "core/train/local_step.h"
 #include "core/train/strategy.h"
-#include "strategies/overlapped_reducer.h"
+#include "strategies/gradient_sum.h"
 
 namespace dtrain {
 
@@ -41,14 +41,13 @@ class MirroredStrategy : public Strategy {
   void agreeOnBuffers(ParamStore& buffers) override;
 
  private:
-  bool syncsBatchStats() const;
   // All-reduces the gradient range [begin, end) of replica 0's buffer.
   void reduceGradients(float* grads, int64_t n);
 
   std::string name_;
   std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<LocalStep> local_;
-  std::unique_ptr<OverlappedReducer> reducer_;  // null with sync_batchnorm
+  std::unique_ptr<GradientSum> gradients_;
 };
 
 }  // namespace dtrain

@@ -132,9 +132,12 @@ struct ScheduleSection {
 struct StrategySection {
   // "one_device": one process. "mirrored": one host, `workers` processes.
   // "multi_worker_mirrored": the hosts of [cluster], each with its slots.
+  // "central_storage": one host, `workers` processes, the update on rank 0.
+  // "parameter_server": `workers` processes and `ps` shards on one host.
   std::string type = "one_device";
-  int workers = 2;  // mirrored, parameter_server: worker processes on this host (CPU slots or GPUs)
-  int ps = 1;       // parameter_server: shard processes holding the variables (beside the workers)
+  // mirrored, central_storage, parameter_server: worker processes on this host (CPU slots or GPUs)
+  int workers = 2;
+  int ps = 1;  // parameter_server: shard processes holding the variables (beside the workers)
   // parameter_server: "sync" (a shard applies update t once every worker's
   // push of t is in) | "async" (each push applied as it arrives) |
   // "bounded" (async, but no worker runs more than `staleness` updates

@@ -150,7 +150,8 @@ void applyResumeOverrides(JobConfig& job, const std::vector<std::string>& overri
   for (const std::string& text : overrides) applyOverride(job, text);
   // The old [cluster] cannot serve a one-process run, nor a one-host run when it lists several hosts.
   const std::string& type = job.strategy.type;
-  bool cluster_unusable = type == "one_device" || (type == "mirrored" && job.cluster.hosts.size() > 1);
+  bool cluster_unusable = type == "one_device" ||
+                          ((type == "mirrored" || type == "central_storage") && job.cluster.hosts.size() > 1);
   if (sets_strategy_type && !sets_cluster && job.cluster.present && cluster_unusable) clearCluster(job);
 }
 

@@ -33,8 +33,8 @@ bool changeableOnResume(const std::string& section, const std::string& key);
 //  - setting cluster.token or cluster.token_file replaces both (the job's
 //    token may be the "<hidden>" placeholder of a checkpoint);
 //  - setting strategy.type to one that cannot take the job's [cluster]
-//    (one_device; mirrored with several hosts) drops that [cluster], unless a
-//    cluster key is set too.
+//    (one_device; mirrored or central_storage with several hosts) drops that
+//    [cluster], unless a cluster key is set too.
 void applyResumeOverrides(JobConfig& job, const std::vector<std::string>& overrides);
 
 // `saved` with every changeable key taken from `file_job` (its whole [strategy]

@@ -261,13 +261,15 @@ void checkSchedule(const Checker& c, const ScheduleSection& s, double lr) {
 
 void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster) {
   static const std::vector<std::string> available = {"one_device", "mirrored", "multi_worker_mirrored",
-                                                     "parameter_server"};
-  static const std::vector<std::string> planned = {"central_storage"};
+                                                     "central_storage", "parameter_server"};
+  static const std::vector<std::string> planned = {};  // named but not built yet
   for (const std::string& p : planned)
-    if (s.type == p)
-      c.fail("strategy.type", "'" + p +
-                                  "' is not available in this build yet; use 'one_device', 'mirrored', "
-                                  "'multi_worker_mirrored' or 'parameter_server'");
+    if (s.type == p) {
+      std::string use;
+      for (size_t i = 0; i < available.size(); ++i)
+        use += (i == 0 ? "" : i + 1 == available.size() ? " or " : ", ") + ("'" + available[i] + "'");
+      c.fail("strategy.type", "'" + p + "' is not available in this build yet; use " + use);
+    }
   std::vector<std::string> known = available;
   known.insert(known.end(), planned.begin(), planned.end());
   c.oneOf("strategy.type", s.type, available, known);
@@ -300,6 +302,11 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
   if (s.type == "mirrored" && cluster.present && hosts > 1)
     c.fail("strategy.type", "'mirrored' runs on one host, but [cluster] lists " + std::to_string(hosts) +
                                 " hosts; use 'multi_worker_mirrored'");
+  // The variables live in one process: its workers share its host.
+  if (s.type == "central_storage" && cluster.present && hosts > 1)
+    c.failOr("strategy.type", "cluster",
+             "'central_storage' runs on one host (the variables in one place), but [cluster] lists " +
+                 std::to_string(hosts) + " hosts; use 'multi_worker_mirrored'");
   if (s.type == "one_device" && cluster.present)
     c.failOr("strategy.type", "cluster",
              "'one_device' runs a single process and takes no [cluster]; use " +

@@ -93,6 +93,14 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   return StepFigures{figures, false};
 }
 
+StepFigures LocalStep::skipUpdate(const BatchFigures& figures) {
+  ReplicaSet& replicas = *parts_.replicas;
+  replicas.grads().zero();
+  if (!onDevice()) return StepFigures{figures, false};
+  replicas.snapshotDeviceFigures();
+  return StepFigures{BatchFigures{}, true};
+}
+
 void LocalStep::sumUpdateAndClear(const StepInput& in) {
   ReplicaSet& replicas = *parts_.replicas;
   ParamStore& store = replicas.store();

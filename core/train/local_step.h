@@ -42,6 +42,10 @@ class LocalStep {
   // the update, the gradients cleared for the next step; on a GPU then the
   // loss sums' snapshot, and the figures are on their way.
   StepFigures update(const StepInput& in, const BatchFigures& figures);
+  // A worker whose update runs in another process (central_storage): the
+  // gradients cleared for the next step without an update; on a GPU then the
+  // loss sums' snapshot, as update() takes it.
+  StepFigures skipUpdate(const BatchFigures& figures);
 
  private:
   // One process, no clipping, on the CPU: summing, update and clearing in one

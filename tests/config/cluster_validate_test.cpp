@@ -87,6 +87,12 @@ TEST_CASE("the strategy and [cluster] must agree") {
   CHECK(errorOf(clusterJob("mirrored", kTwoHosts)) ==
         "job.toml:8:8: [strategy] type 'mirrored' runs on one host, but [cluster] lists 2 hosts; use "
         "'multi_worker_mirrored'");
+  CHECK(errorOf(clusterJob("central_storage", kTwoHosts)) ==
+        "job.toml:8:8: [strategy] type 'central_storage' runs on one host (the variables in one place), but "
+        "[cluster] lists 2 hosts; use 'multi_worker_mirrored'");
+  CHECK(errorOf(clusterJob("central_storage",
+                           "coordinator = \"127.0.0.1:29500\"\ntoken = \"t\"\n"
+                           "[[cluster.hosts]]\naddress = \"127.0.0.1\"\nslots = 2\n")) == "(no ConfigError)");
   CHECK(errorOf(clusterJob("one_device", kTwoHosts)) ==
         "job.toml:8:8: [strategy] type 'one_device' runs a single process and takes no [cluster]; use "
         "'multi_worker_mirrored', or remove [cluster]");

@@ -166,20 +166,20 @@ TEST_CASE("a dataset folder must exist") {
             "the IDX files");
 }
 
-TEST_CASE("strategies not yet built are named as such") {
-  CHECK(
-      validationError("\n[strategy]\ntype = \"central_storage\"\n") ==
-      "job.toml:8:8: [strategy] type 'central_storage' is not available in this build yet; use 'one_device', "
-      "'mirrored', 'multi_worker_mirrored' or 'parameter_server'");
+TEST_CASE("strategy types: the built ones are listed, a near miss is named") {
+  CHECK(validationError("\n[strategy]\ntype = \"central_storage\"\n") == "(no ConfigError)");
+  CHECK(validationError("\n[strategy]\ntype = \"central_stororage\"\n") ==
+        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
+        "'central_storage', 'parameter_server' (got \"central_stororage\"; did you mean 'central_storage'?)");
   CHECK(validationError("\n[strategy]\ntype = \"mirored\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'parameter_server' (got \"mirored\"; did you mean 'mirrored'?)");
+        "'central_storage', 'parameter_server' (got \"mirored\"; did you mean 'mirrored'?)");
   CHECK(validationError("\n[strategy]\ntype = \"parameter_sever\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'parameter_server' (got \"parameter_sever\"; did you mean 'parameter_server'?)");
+        "'central_storage', 'parameter_server' (got \"parameter_sever\"; did you mean 'parameter_server'?)");
   CHECK(validationError("\n[strategy]\ntype = \"ring\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'parameter_server' (got \"ring\")");
+        "'central_storage', 'parameter_server' (got \"ring\")");
 }
 
 TEST_CASE("parameter_server: its shard count, [cluster] and clipping are checked") {
