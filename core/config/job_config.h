@@ -144,6 +144,8 @@ struct StrategySection {
   // ahead of the slowest).
   std::string consistency = "sync";
   int staleness = 2;
+  // async, bounded: a push k updates late moves the parameters by lr / (1 + k).
+  bool scale_lr_by_staleness = false;
   // "auto" (shared memory when every rank is on one host, else Gloo by size) |
   // "shared_memory" | "ring" | "halving_doubling" | "bcube" (Gloo algorithms)
   std::string collective = "auto";

@@ -133,8 +133,13 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
   std::vector<WorkerLaunch> launches;
   for (int slot = 0; slot < me.slots; ++slot) {
     WorkerLaunch w;
-    w.label = "rank " + std::to_string(first_rank + slot) + " (node " + std::to_string(plan.node) +
-              ", slot " + std::to_string(slot) + ")";
+    const int rank = first_rank + slot;
+    w.label = "rank " + std::to_string(rank) + " (node " + std::to_string(plan.node) + ", slot " +
+              std::to_string(slot) + ")";
+    // A parameter server's shards are its last ranks: a lost one is named as what it is.
+    if (job.strategy.type == "parameter_server" && rank >= job.strategy.workers)
+      w.label =
+          "parameter-server shard " + std::to_string(rank - job.strategy.workers) + " (" + w.label + ")";
     w.argv.push_back(options.program);
     w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
     WorkerAssignment a;

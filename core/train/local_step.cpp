@@ -63,8 +63,7 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   const StepInfo info{in.lr, in.update};
   PhaseSpan span(parts_.profile, DevicePhase::Optimizer);
   if (onDevice()) {
-    // Norm, factor and scaling on the device: no read-back, no wait.
-    if (clip_norm > 0) device_ops::clipByNorm(parts_.device, grads, store.size(), clip_norm);
+    if (clip_norm > 0) clip(clip_norm);
     parts_.optimizer->update(params, grads, 0, store.size(), info);
     replicas.grads().zero();
     // Read a step later, when the device has long got there.
@@ -73,24 +72,48 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   }
   WorkerPool& pool = replicas.pool();
   auto range = [&](int t) { return WorkerPool::split(store.size(), pool.size(), t, 16); };
-  float clip = 1.0f;
-  if (clip_norm > 0) {
-    std::vector<double> partial(static_cast<size_t>(pool.size()), 0.0);
-    pool.run([&](int t) {
-      auto [b, e] = range(t);
-      partial[static_cast<size_t>(t)] = sumOfSquares(grads, b, e);
-    });
-    double total = 0;
-    for (double p : partial) total += p;
-    clip = clipScale(total, clip_norm);
-  }
+  // The factor, then scaling, update and clearing in one pass.
+  const float factor = clip_norm > 0 ? clipFactorOnCpu(clip_norm) : 1.0f;
   pool.run([&](int t) {
     auto [b, e] = range(t);
-    if (clip != 1.0f) scale(grads, b, e, clip);
+    if (factor != 1.0f) scale(grads, b, e, factor);
     parts_.optimizer->update(params, grads, b, e, info);
     std::fill(grads + b, grads + e, 0.0f);
   });
   return StepFigures{figures, false};
+}
+
+float LocalStep::clipFactorOnCpu(double max_norm) {
+  ReplicaSet& replicas = *parts_.replicas;
+  const float* grads = replicas.grads().data();
+  const int64_t n = replicas.store().size();
+  WorkerPool& pool = replicas.pool();
+  std::vector<double> partial(static_cast<size_t>(pool.size()), 0.0);
+  pool.run([&](int t) {
+    auto [b, e] = WorkerPool::split(n, pool.size(), t, 16);
+    partial[static_cast<size_t>(t)] = sumOfSquares(grads, b, e);
+  });
+  double total = 0;
+  for (double p : partial) total += p;  // in thread order: the same sum every time
+  return clipScale(total, max_norm);
+}
+
+void LocalStep::clip(double max_norm) {
+  ReplicaSet& replicas = *parts_.replicas;
+  float* grads = replicas.grads().data();
+  const int64_t n = replicas.store().size();
+  if (onDevice()) {
+    // Norm, factor and scaling on the device: no read-back, no wait.
+    device_ops::clipByNorm(parts_.device, grads, n, max_norm);
+    return;
+  }
+  const float factor = clipFactorOnCpu(max_norm);
+  if (factor == 1.0f) return;
+  WorkerPool& pool = replicas.pool();
+  pool.run([&](int t) {
+    auto [b, e] = WorkerPool::split(n, pool.size(), t, 16);
+    scale(grads, b, e, factor);
+  });
 }
 
 StepFigures LocalStep::skipUpdate(const BatchFigures& figures) {

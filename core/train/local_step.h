@@ -46,11 +46,16 @@ class LocalStep {
   // gradients cleared for the next step without an update; on a GPU then the
   // loss sums' snapshot, as update() takes it.
   StepFigures skipUpdate(const BatchFigures& figures);
+  // Scales replica 0's complete gradients to a global norm of at most
+  // `max_norm` (core/optim/grad_clip.h's rule).
+  void clip(double max_norm);
 
  private:
   // One process, no clipping, on the CPU: summing, update and clearing in one
   // pass over the buffers, chunk by chunk while they are in cache.
   void sumUpdateAndClear(const StepInput& in);
+  // The clipping factor of replica 0's gradients, summed on the compute threads.
+  float clipFactorOnCpu(double max_norm);
 
   TrainingParts parts_;
   std::unique_ptr<RecordedSteps> recorded_;

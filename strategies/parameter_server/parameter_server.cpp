@@ -89,6 +89,10 @@ StepFigures ParameterServerStrategy::step(const StepInput& in) {
   if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
   const BatchFigures f = local_->computeGradients(in, nullptr);
   local_->sumReplicas();
+  // Asynchronous pushes are clipped each on its own, to the share of the norm
+  // one worker's part of a global batch stands for.
+  const double clip_norm = parts.job->train.grad_clip_norm;
+  if (clip_norm > 0 && consistency_ != "sync") local_->clip(clip_norm / worldSize());
   {
     PhaseSpan span(parts.profile, DevicePhase::Communication);
     ParamStore& store = replicas.store();

@@ -26,6 +26,7 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
       socket_(context_, zmq::socket_type::router),
       consistency_(job.strategy.consistency),
       staleness_bound_(job.strategy.staleness),
+      scale_lr_(job.strategy.scale_lr_by_staleness),
       pending_(static_cast<size_t>(workers)),
       arrived_(static_cast<size_t>(workers), false),
       reply_to_(static_cast<size_t>(workers)),
@@ -46,7 +47,16 @@ void ShardServer::serve(double idle_timeout_s) {
   while (!stopped_) {
     ps::Message m;
     std::string routing;
-    if (!ps::receive(socket_, m, 200, peer, &routing)) {
+    bool got = false;
+    try {
+      got = ps::receive(socket_, m, 200, peer, &routing);
+    } catch (const CommError& e) {
+      // Garbage on the port (a scanner, another program): said, and ignored.
+      std::fprintf(stderr, "dtrain: parameter-server shard %d: ignored a message: %s\n", shard_, e.what());
+      ++ignored_;
+      continue;
+    }
+    if (!got) {
       const double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
       if (idle > idle_timeout_s)
         throw CommError("parameter-server shard " + std::to_string(shard_) + ": no worker has spoken for " +
@@ -169,10 +179,12 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
     applyPending();
     return;
   }
-  // Asynchronous: applied at once, with the pushing worker's learning rate.
-  optimizer_->update(params_.data(), m.payload[0].data(), 0, static_cast<int64_t>(params_.size()),
-                     StepInfo{h.lr, version_ + 1});
+  // Asynchronous: applied at once, with the pushing worker's learning rate
+  // (divided by 1 + its staleness when the job asks).
   const int64_t staleness = version_ - h.version;  // updates applied since the worker's parameters
+  const double lr = scale_lr_ ? h.lr / static_cast<double>(1 + std::max<int64_t>(0, staleness)) : h.lr;
+  optimizer_->update(params_.data(), m.payload[0].data(), 0, static_cast<int64_t>(params_.size()),
+                     StepInfo{lr, version_ + 1});
   ++version_;
   clocks_[w] = h.update;
   stats_.record(staleness);

@@ -49,6 +49,7 @@ class ShardServer {
   // What serve() has done, for logs and tests.
   int64_t version() const { return version_; }
   int64_t requests() const { return requests_; }
+  int64_t ignored() const { return ignored_; }  // malformed messages dropped
   // One line: updates applied, staleness (max, mean), the largest clock gap answered.
   std::string summary() const;
 
@@ -76,12 +77,14 @@ class ShardServer {
   int64_t version_ = 0;  // updates applied (the chief's Init sets where it starts)
   std::string consistency_;
   int64_t staleness_bound_;
+  bool scale_lr_;
   // The pushes of update version_ + 1, per worker, and where to answer.
   std::vector<std::vector<float>> pending_;
   std::vector<bool> arrived_;
   std::vector<std::string> reply_to_;
   double pending_lr_ = 0;
   int64_t requests_ = 0;
+  int64_t ignored_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   std::vector<int64_t> clocks_;        // per worker: its last update applied

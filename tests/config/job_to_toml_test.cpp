@@ -222,6 +222,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "ps = 1\n"
       "consistency = \"sync\"\n"
       "staleness = 2\n"
+      "scale_lr_by_staleness = false\n"
       "collective = \"auto\"\n"
       "bucket_mb = 4.0\n"
       "backend = \"auto\"\n"

@@ -192,8 +192,10 @@ TEST_CASE("parameter_server: its shard count, [cluster] and clipping are checked
   CHECK(validationError("", {"strategy.type=parameter_server", "strategy.consistency=async",
                              "strategy.sync_batchnorm=true"})
             .find("needs workers that step together") != std::string::npos);
+  CHECK(validationError("", {"strategy.type=parameter_server", "strategy.consistency=async",
+                             "train.grad_clip_norm=1"}) == "(no ConfigError)");
   CHECK(validationError("", {"strategy.type=parameter_server", "train.grad_clip_norm=1"})
-            .find("clipping is not available with [strategy] type = \"parameter_server\"") !=
+            .find("clipping is not available with a synchronous [strategy] type = \"parameter_server\"") !=
         std::string::npos);
 }
 

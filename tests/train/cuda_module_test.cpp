@@ -2,12 +2,13 @@
 // a CPU run never maps it or any CUDA library, and a host that lacks one of
 // its libraries gets one line naming that library (or the module) and a
 // non-zero exit, never a crash and never a quiet fall-back to the CPU.
+#include "core/backend/cuda_module.h"
+
 #include <doctest/doctest.h>
 #include <signal.h>
 
 #include <string>
 
-#include "core/backend/cuda_module.h"
 #include "core/backend/device_query.h"
 #include "tests/train/run_helpers.h"
 
@@ -31,8 +32,9 @@ TEST_CASE("a GPU job on a host lacking one of the CUDA module's libraries fails 
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK(lineCount(r.output) == 1);
-  CHECK(r.output.rfind("dtrain: error: device cuda:0: the CUDA backend needs libdtrain_test_absent_dependency.so",
-                       0) == 0);
+  CHECK(r.output.rfind(
+            "dtrain: error: device cuda:0: the CUDA backend needs libdtrain_test_absent_dependency.so", 0) ==
+        0);
   CHECK(r.output.find("use device = \"cpu\"") != std::string::npos);
   CHECK(stepDirs(dir.file("run")).empty());  // nothing half-made
   // "auto" asks the driver first; with no GPU visible it trains on the CPU, whatever the module.
@@ -58,8 +60,9 @@ TEST_CASE("a GPU job without the module file names the module and what to do") {
 
 TEST_CASE("the loader's reasons name a missing library, a missing module and a mismatched module") {
   const std::string m = "/opt/dtrain/libdtrain_cuda.so";
-  CHECK(describeModuleLoadFailure(m, "libcudnn.so.9: cannot open shared object file: No such file or directory")
-            .rfind("the CUDA backend needs libcudnn.so.9, which this host lacks", 0) == 0);
+  CHECK(
+      describeModuleLoadFailure(m, "libcudnn.so.9: cannot open shared object file: No such file or directory")
+          .rfind("the CUDA backend needs libcudnn.so.9, which this host lacks", 0) == 0);
   CHECK(describeModuleLoadFailure(m, m + ": cannot open shared object file: No such file or directory")
             .rfind("the CUDA backend module " + m + " is missing", 0) == 0);
   const std::string mismatch =

@@ -13,8 +13,8 @@
 
 #include "core/nn/layer_registry.h"
 #include "core/nn/param_store.h"
-#include "strategies/overlapped_reducer.h"
 #include "models/model_builder.h"
+#include "strategies/overlapped_reducer.h"
 
 using namespace dtrain;
 

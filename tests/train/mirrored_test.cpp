@@ -25,15 +25,6 @@ std::string mirrored(int workers) {
   return "[strategy]\ntype = \"mirrored\"\nworkers = " + std::to_string(workers) + "\n";
 }
 
-// The worker processes a running host dtrain started, in start order.
-std::vector<pid_t> workersOf(pid_t host) {
-  std::istringstream children(
-      readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children"));
-  std::vector<pid_t> pids;
-  for (pid_t pid; children >> pid;) pids.push_back(pid);
-  return pids;
-}
-
 // Whether a process ignores SIGPIPE: a worker writing to the socket of a dead
 // peer must get EPIPE and report the peer, not die of the signal itself.
 bool ignoresSigpipe(pid_t pid) {

@@ -4,7 +4,9 @@
 // with the same global batch, the checkpoint holds the same files, and a
 // resume may change the number of shards or the strategy.
 #include <doctest/doctest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -207,4 +209,49 @@ TEST_CASE("parameter_server: pushes lost, repeated and delayed on the way are ap
   REQUIRE(async.exit_code == 0);
   CHECK(async.output.find("shard 0: 24 updates applied (async)") != std::string::npos);
   CHECK(async.output.find("shard 1: 24 updates applied (async)") != std::string::npos);
+}
+
+TEST_CASE("parameter_server: kill -9 of a shard stops every process within seconds, naming the shard") {
+  TempDir dir("ps_kill_shard");
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", parameterServer(2, 1))));
+  const pid_t host = startDtrain({"train", dir / "job.toml", "-q", "--set", "train.epochs=200"}, dir / "log");
+  REQUIRE(waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60));
+  const std::vector<pid_t> processes = workersOf(host);
+  REQUIRE(processes.size() == 3);  // 2 workers, then the shard
+  const pid_t shard = processes[2];
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(shard, SIGKILL);
+  const int code = waitExit(host);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string log = readFile(dir / "log");
+  INFO(log);
+  CHECK(code != 0);
+  CHECK(took < 12.0);
+  CHECK(log.find("parameter-server shard 0 (rank 2 (node 0, slot 2)) (pid " + std::to_string(shard) +
+                 ") was killed by signal 9") != std::string::npos);
+  for (pid_t p : processes) CHECK(::kill(p, 0) == -1);  // reaped by the host: gone
+  // The latest checkpoint is complete: the run goes on, on 2 shards now.
+  const std::vector<std::string> steps = stepDirs(dir / "run");
+  REQUIRE(!steps.empty());
+  const int64_t last = std::stoll(steps.back().substr(5));
+  const RunResult resumed = runDtrain({"resume", dir / "run", "-q", "--set", "strategy.ps=2", "--set",
+                                       "train.steps=" + std::to_string(last + 5)});
+  INFO(resumed.output);
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.output.find("done: step " + std::to_string(last + 5)) != std::string::npos);
+}
+
+TEST_CASE(
+    "parameter_server: asynchronous guard rails: clipped pushes and a learning rate scaled by staleness") {
+  TempDir dir("ps_guard_rails");
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", parameterServer(2, 1))));
+  const RunResult r =
+      runDtrain({"train", dir / "job.toml", "--set", "train.steps=20", "--set", "strategy.consistency=async",
+                 "--set", "strategy.scale_lr_by_staleness=true", "--set", "train.grad_clip_norm=0.05"},
+                "DTRAIN_TEST_SLOW_WORKER=1:10");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("shard 0: 40 updates applied (async)") != std::string::npos);
+  // Each worker's pushes were clipped to the norm its share stands for.
+  CHECK(std::isfinite(testAccuracy(r.output)));
 }

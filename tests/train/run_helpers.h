@@ -128,6 +128,15 @@ inline std::vector<std::string> stepDirs(const std::string& run_dir) {
   return out;
 }
 
+// The processes a running host dtrain started (its workers), in start order.
+inline std::vector<pid_t> workersOf(pid_t host) {
+  std::istringstream children(
+      readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children"));
+  std::vector<pid_t> pids;
+  for (pid_t pid; children >> pid;) pids.push_back(pid);
+  return pids;
+}
+
 // A small job on synthetic data: fast, deterministic, with dropout so the
 // counter-based masks are exercised by the resume tests.
 inline std::string smallJob(const std::string& run_dir, const std::string& extra = "") {

@@ -107,8 +107,9 @@ TEST_CASE("each step's line holds that step's own figures, though they are settl
     std::string job = smallJob(run);
     job.replace(job.find("[schedule]"), std::string::npos, "[schedule]\ntype = \"constant\"\n");
     writeFile(tmp / "job.toml", job);
-    RunResult r = runDtrain({"train", tmp / "job.toml", "--quiet", "--set", "train.steps=" + std::to_string(steps),
-                             "--set", "train.checkpoint_every_steps=0"});
+    RunResult r =
+        runDtrain({"train", tmp / "job.toml", "--quiet", "--set", "train.steps=" + std::to_string(steps),
+                   "--set", "train.checkpoint_every_steps=0"});
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     std::vector<JsonValue> out;
     for (const JsonValue& l : metricsLines(run))

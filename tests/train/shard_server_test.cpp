@@ -1,0 +1,168 @@
+// A parameter-server shard in this process, spoken to over ZeroMQ as a
+// worker speaks to it: what each consistency applies and when it answers, a
+// push applied exactly once however often it comes, a learning rate scaled
+// by staleness, and refusals (another run's generation, garbage on the port)
+// that leave the shard serving. Plain SGD with lr 1 makes every update
+// readable in the parameters: p -= lr * g.
+#include "strategies/parameter_server/shard_server.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "core/config/job_config.h"
+#include "strategies/parameter_server/ps_wire.h"
+
+using namespace dtrain;
+
+namespace {
+
+constexpr uint64_t kGeneration = 7;
+
+JobConfig sgdJob(const std::string& consistency, int staleness = 2, bool scale_lr = false) {
+  JobConfig job;
+  job.optimizer.type = "sgd";
+  job.optimizer.momentum = 0.0;
+  job.strategy.consistency = consistency;
+  job.strategy.staleness = staleness;
+  job.strategy.scale_lr_by_staleness = scale_lr;
+  return job;
+}
+
+// A shard serving on its own thread, and one DEALER socket per worker.
+struct Harness {
+  JobConfig job;
+  ShardServer server;
+  std::thread thread;
+  zmq::context_t context{1};
+  std::vector<zmq::socket_t> workers;
+
+  Harness(JobConfig j, int n_workers)
+      : job(std::move(j)), server(job, 0, n_workers, kGeneration, "127.0.0.1") {
+    thread = std::thread([this] { server.serve(30.0); });
+    for (int w = 0; w < n_workers; ++w) {
+      workers.emplace_back(context, zmq::socket_type::dealer);
+      workers.back().set(zmq::sockopt::linger, 0);
+      workers.back().connect(server.endpoint());
+    }
+  }
+  ~Harness() {
+    ps::send(workers[0], header(ps::Kind::Stop, 0, 0), {});
+    ps::Message m;
+    ps::receive(workers[0], m, 5000, "test");
+    thread.join();
+  }
+  static ps::Header header(ps::Kind kind, int worker, int64_t update, int64_t version = 0, double lr = 1.0) {
+    ps::Header h{kind, worker, 0, update, lr, kGeneration, 0};
+    h.version = version;
+    return h;
+  }
+  void init(const std::vector<float>& params) {
+    ps::send(workers[0], header(ps::Kind::Init, 0, 0),
+             {{params.data(), static_cast<int64_t>(params.size())}});
+    ps::Message m;
+    REQUIRE(ps::receive(workers[0], m, 5000, "test"));
+    REQUIRE(m.header.kind == ps::Kind::Ack);
+  }
+  void push(int w, int64_t update, const std::vector<float>& g, int64_t version = 0) {
+    ps::send(workers[static_cast<size_t>(w)], header(ps::Kind::Push, w, update, version),
+             {{g.data(), static_cast<int64_t>(g.size())}});
+  }
+  // The next answer to worker w within `ms`, or a message of kind Ack with no payload when none came.
+  ps::Message answer(int w, int ms = 2000) {
+    ps::Message m;
+    if (!ps::receive(workers[static_cast<size_t>(w)], m, ms, "test")) m.header.kind = ps::Kind::Ack;
+    return m;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("shard: sync applies update t once every worker's push of t is in, summed in worker order") {
+  Harness h(sgdJob("sync"), 2);
+  h.init({10.0f, 20.0f});
+  h.push(1, 1, {1.0f, 2.0f});
+  CHECK(h.answer(1, 200).header.kind == ps::Kind::Ack);  // nothing yet: worker 0 has not pushed
+  h.push(0, 1, {0.5f, 0.25f});
+  for (int w : {0, 1}) {
+    const ps::Message m = h.answer(w);
+    REQUIRE(m.header.kind == ps::Kind::Params);
+    CHECK(m.header.update == 1);
+    CHECK(m.payload[0] == std::vector<float>{8.5f, 17.75f});
+  }
+  // A repeated push of update 1 is answered again, not applied again.
+  h.push(0, 1, {100.0f, 100.0f});
+  const ps::Message again = h.answer(0);
+  CHECK(again.payload[0] == std::vector<float>{8.5f, 17.75f});
+  CHECK(h.server.version() == 1);
+}
+
+TEST_CASE("shard: async applies each push at once and measures how late it came") {
+  Harness h(sgdJob("async"), 2);
+  h.init({0.0f});
+  h.push(0, 1, {1.0f}, /*version=*/0);
+  CHECK(h.answer(0).payload[0] == std::vector<float>{-1.0f});
+  h.push(1, 1, {2.0f}, /*version=*/0);  // computed on version 0; one update came in between
+  const ps::Message m = h.answer(1);
+  CHECK(m.payload[0] == std::vector<float>{-3.0f});
+  CHECK(m.header.staleness == 1);
+  CHECK(m.header.version == 2);
+  // A duplicate of worker 1's push is not applied twice.
+  h.push(1, 1, {2.0f}, 0);
+  CHECK(h.answer(1).payload[0] == std::vector<float>{-3.0f});
+  CHECK(h.server.version() == 2);
+}
+
+TEST_CASE("shard: a push's learning rate is divided by 1 + its staleness when the job asks") {
+  Harness h(sgdJob("async", 2, /*scale_lr=*/true), 2);
+  h.init({0.0f});
+  h.push(0, 1, {1.0f}, 0);
+  CHECK(h.answer(0).payload[0] == std::vector<float>{-1.0f});
+  h.push(1, 1, {4.0f}, 0);  // one update late: lr 1/2
+  CHECK(h.answer(1).payload[0] == std::vector<float>{-3.0f});
+}
+
+TEST_CASE("shard: bounded staleness holds a worker that runs too far ahead until the slowest catches up") {
+  Harness h(sgdJob("bounded", 1), 2);
+  h.init({0.0f});
+  h.push(0, 1, {1.0f}, 0);
+  CHECK(h.answer(0).header.kind == ps::Kind::Params);  // 1 ahead of worker 1: within the bound
+  h.push(0, 2, {1.0f}, 1);
+  CHECK(h.answer(0, 300).header.kind == ps::Kind::Ack);  // 2 ahead: held
+  h.push(1, 1, {1.0f}, 0);
+  CHECK(h.answer(1).header.kind == ps::Kind::Params);
+  const ps::Message released = h.answer(0);  // worker 1 reached 1: worker 0 at 2 may go on
+  REQUIRE(released.header.kind == ps::Kind::Params);
+  CHECK(released.header.update == 2);
+  CHECK(released.payload[0] == std::vector<float>{-3.0f});
+}
+
+TEST_CASE("shard: another run's messages and garbage on the port are refused, and the shard serves on") {
+  Harness h(sgdJob("sync"), 1);
+  h.init({1.0f});
+  ps::Header foreign = Harness::header(ps::Kind::Push, 0, 1);
+  foreign.generation = kGeneration + 1;
+  std::vector<float> g = {1.0f};
+  ps::send(h.workers[0], foreign, {{g.data(), 1}});
+  const ps::Message refused = h.answer(0);
+  CHECK(refused.header.kind == ps::Kind::Failure);
+  CHECK(refused.text.find("generation 8") != std::string::npos);
+  h.workers[0].send(zmq::str_buffer("GET / HTTP/1.0\r\n\r\n"), zmq::send_flags::none);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(h.server.ignored() == 1);
+  h.push(0, 1, {0.5f});
+  CHECK(h.answer(0).payload[0] == std::vector<float>{0.5f});
+}
+
+TEST_CASE("shard: a push out of step is refused with the updates named") {
+  Harness h(sgdJob("async"), 1);
+  h.init({0.0f});
+  h.push(0, 3, {1.0f});
+  const ps::Message m = h.answer(0);
+  CHECK(m.header.kind == ps::Kind::Failure);
+  CHECK(m.text.find("pushed update 3 after its update 0") != std::string::npos);
+}
