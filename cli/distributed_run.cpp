@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 
 #include "cli/commands.h"
 #include "cli/run_report.h"
 #include "core/config/launch_env.h"
+#include "core/config/tf_config_plan.h"
 #include "core/errors.h"
 #include "core/launch/host_run.h"
 #include "core/launch/launcher_run.h"
@@ -84,12 +86,48 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
   }
 }
 
-std::optional<int> runUnderLauncher(const JobConfig& job, const ResumePoint* resume, TrainerOptions options,
-                                    const std::function<void()>& prepare_on_rank0) {
+namespace {
+
+// TF_CONFIG (when the job takes its cluster from it) as a launcher: the
+// orchestrator that set it started one process per task. Only the tasks that
+// train are started so; the job's strategy and [cluster] become TF_CONFIG's.
+std::optional<LaunchEnv> launchFromTfConfig(const JobConfig& job, JobConfig& planned) {
+  std::optional<TfConfig> tf =
+      jobTfConfig(job, [](const char* name) -> const char* { return std::getenv(name); });
+  if (!tf) return std::nullopt;
+  const TfClusterPlan plan = tfClusterPlan(*tf, job);
+  if (plan.strategy_type == "parameter_server")
+    throw ConfigError(
+        "TF_CONFIG lists ps tasks (a parameter-server job): dtrain does not start one from "
+        "TF_CONFIG yet; run it on one host with [strategy] type = \"parameter_server\" and "
+        "ps = " +
+        std::to_string(plan.ps_shards.size()));
+  if (!plan.self)
+    throw ConfigError("TF_CONFIG: this process is task " + tf->keyOf(tf->task_type) + " " +
+                      std::to_string(tf->task_index) +
+                      ", which trains nothing: dtrain starts only chief and "
+                      "worker tasks");
+  planned = job;
+  planned.strategy.type = plan.strategy_type;
+  planned.cluster = plan.cluster;
+  return plan.self;
+}
+
+}  // namespace
+
+std::optional<int> runUnderLauncher(const JobConfig& configured, const ResumePoint* resume,
+                                    TrainerOptions options, const std::function<void()>& prepare_on_rank0) {
   // A worker of a host's dtrain inherits the launcher's variables of its host
   // process; its own assignment says who it is.
   if (startedAsWorker()) return std::nullopt;
   std::optional<LaunchEnv> env = detectLaunchEnv();
+  JobConfig from_tf_config;
+  bool from_tf = false;
+  if (!env) {
+    env = launchFromTfConfig(configured, from_tf_config);
+    from_tf = env.has_value();
+  }
+  const JobConfig& job = from_tf ? from_tf_config : configured;
   if (!env || env->world_size == 1) return std::nullopt;
   LauncherRun run = planLauncherRun(job, *env);
   std::unique_ptr<LauncherCoordinator> coordinator;
