@@ -202,13 +202,10 @@ bool receive(zmq::socket_t& socket, Message& out, int timeout_ms, const std::str
     return true;
   }
   for (size_t i = first + 1; i < parts.size(); ++i) {
-    const zmq::message_t& p = parts[i];
-    if (p.size() % sizeof(float) != 0)
-      throw CommError(peer + ": a parameter-server payload frame of " + std::to_string(p.size()) +
+    if (parts[i].size() % sizeof(float) != 0)
+      throw CommError(peer + ": a parameter-server payload frame of " + std::to_string(parts[i].size()) +
                       " bytes is not whole floats");
-    std::vector<float> floats(p.size() / sizeof(float));
-    if (!floats.empty()) std::memcpy(floats.data(), p.data(), p.size());
-    out.payload.push_back(std::move(floats));
+    out.payload.emplace_back(std::move(parts[i]));
   }
   return true;
 }

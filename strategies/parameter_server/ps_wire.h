@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 #include <zmq.hpp>
 
@@ -37,10 +38,24 @@ struct Header {
   double rate = 0;  // Params: the requests per second the shard has served so far
 };
 
+// A payload frame as it arrived: its floats are read in place, not copied
+// (ZeroMQ's buffer of a frame this large is malloc'd, so float-aligned).
+class FloatFrame {
+ public:
+  explicit FloatFrame(zmq::message_t message) : message_(std::move(message)) {}
+  size_t size() const { return message_.size() / sizeof(float); }
+  const float* data() const { return static_cast<const float*>(message_.data()); }
+  std::vector<float> toVector() const { return std::vector<float>(data(), data() + size()); }
+  bool operator==(const std::vector<float>& v) const { return toVector() == v; }
+
+ private:
+  zmq::message_t message_;
+};
+
 // One message: its header and payload frames (each a float array).
 struct Message {
   Header header;
-  std::vector<std::vector<float>> payload;
+  std::vector<FloatFrame> payload;
   std::string text;  // Failure's reason
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "core/comm/rendezvous_socket.h"
 #include "core/errors.h"
@@ -23,11 +24,18 @@ ShardClients::ShardClients(const std::vector<std::string>& endpoints, const Shar
   for (int s = 0; s < placement.shards; ++s) {
     ranges_.push_back(placement.rangesOf(s));
     versions_.push_back(0);
+    pushed_.push_back(nullptr);
     last_step_.emplace_back();
     scratch_.emplace_back(static_cast<size_t>(placement.shard_floats[static_cast<size_t>(s)]));
     sockets_.emplace_back(context_, zmq::socket_type::dealer);
     sockets_.back().set(zmq::sockopt::linger, 0);
-    connectOrExplain(sockets_.back(), endpoints[static_cast<size_t>(s)]);
+    try {
+      sockets_.back().connect(endpoints[static_cast<size_t>(s)]);
+    } catch (const zmq::error_t& e) {
+      throw CommError("parameter-server shard " + std::to_string(s) + "'s address '" +
+                      endpoints[static_cast<size_t>(s)] +
+                      "' (from the rendezvous) cannot be reached: " + e.what());
+    }
   }
 }
 
@@ -40,6 +48,8 @@ ps::Header ShardClients::header(ps::Kind kind, int shard, int64_t update, double
 }
 
 const float* ShardClients::slice(int shard, const float* flat) {
+  const std::vector<PlacedRange>& ranges = ranges_[static_cast<size_t>(shard)];
+  if (ranges.size() == 1) return flat + ranges[0].begin;  // contiguous: sent from where it is
   float* out = scratch_[static_cast<size_t>(shard)].data();
   for (const PlacedRange& r : ranges_[static_cast<size_t>(shard)]) {
     std::memcpy(out, flat + r.begin, static_cast<size_t>(r.end - r.begin) * sizeof(float));
@@ -48,8 +58,8 @@ const float* ShardClients::slice(int shard, const float* flat) {
   return scratch_[static_cast<size_t>(shard)].data();
 }
 
-void ShardClients::unslice(int shard, const std::vector<float>& from, float* flat) const {
-  const float* in = from.data();
+void ShardClients::unslice(int shard, const float* from, float* flat) const {
+  const float* in = from;
   for (const PlacedRange& r : ranges_[static_cast<size_t>(shard)]) {
     std::memcpy(flat + r.begin, in, static_cast<size_t>(r.end - r.begin) * sizeof(float));
     in += r.end - r.begin;
@@ -62,7 +72,7 @@ ps::Message ShardClients::await(int shard, ps::Kind kind, const std::string& wha
     throw CommError("parameter-server shard " + std::to_string(shard) + " (" +
                     endpoints_[static_cast<size_t>(shard)] + ") did not answer " + what + " within " +
                     std::to_string(timeout_ms_ / 1000) + " s; is it alive? ([cluster] collective_timeout_s)");
-  return *m;
+  return std::move(*m);
 }
 
 std::optional<ps::Message> ShardClients::tryAwait(int shard, ps::Kind kind, const std::string& what,
@@ -86,7 +96,7 @@ std::optional<ps::Message> ShardClients::tryAwait(int shard, ps::Kind kind, cons
     throw CommError(peer + " answered " + what + " with a " + ps::kindName(m.header.kind) +
                     " of generation " + std::to_string(m.header.generation));
   const auto expected = static_cast<size_t>(placement_.shard_floats[static_cast<size_t>(shard)]);
-  for (const std::vector<float>& frame : m.payload)
+  for (const ps::FloatFrame& frame : m.payload)
     if (frame.size() != expected)
       throw CommError(peer + " answered " + what + " with " + std::to_string(frame.size()) +
                       " floats for its " + std::to_string(expected));
@@ -116,12 +126,14 @@ void ShardClients::init(const float* params, const std::vector<const float*>& st
 
 void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, float* params) {
   const std::string what = "update " + std::to_string(update);
-  for (int s = 0; s < shards(); ++s)
+  for (int s = 0; s < shards(); ++s) {
+    pushed_[static_cast<size_t>(s)] = slice(s, grads);  // kept for a repeat while `grads` stays
     ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Push, s, update, lr),
-             {{slice(s, grads), placement_.shard_floats[static_cast<size_t>(s)]}});
+             {{pushed_[static_cast<size_t>(s)], placement_.shard_floats[static_cast<size_t>(s)]}});
+  }
   for (int s = 0; s < shards(); ++s) {
     const ps::Message m = awaitParams(s, update, lr, what);
-    unslice(s, m.payload[0], params);
+    unslice(s, m.payload[0].data(), params);
     versions_[static_cast<size_t>(s)] = m.header.version;
     max_staleness_ = std::max(max_staleness_, m.header.staleness);
     const int64_t floats = placement_.shard_floats[static_cast<size_t>(s)];
@@ -147,16 +159,15 @@ ps::Message ShardClients::awaitParams(int shard, int64_t update, double lr, cons
       if (m->payload.size() != 1 || m->header.update != update)
         throw CommError("parameter-server shard " + std::to_string(shard) + " answered " + what +
                         " with the parameters of update " + std::to_string(m->header.update));
-      return *m;
+      return std::move(*m);
     }
     if (Clock::now() >= deadline)
       throw CommError("parameter-server shard " + std::to_string(shard) + " (" +
                       endpoints_[static_cast<size_t>(shard)] + ") did not answer " + what + " within " +
                       std::to_string(timeout_ms_ / 1000) +
                       " s; is it alive? ([cluster] collective_timeout_s)");
-    ps::send(
-        sockets_[static_cast<size_t>(shard)], header(ps::Kind::Push, shard, update, lr),
-        {{scratch_[static_cast<size_t>(shard)].data(), placement_.shard_floats[static_cast<size_t>(shard)]}});
+    ps::send(sockets_[static_cast<size_t>(shard)], header(ps::Kind::Push, shard, update, lr),
+             {{pushed_[static_cast<size_t>(shard)], placement_.shard_floats[static_cast<size_t>(shard)]}});
     ++resends_;
     resend_ms = std::min(resend_ms * 2, kLastResendMs);
   }
@@ -171,8 +182,8 @@ void ShardClients::gather(float* params, const std::vector<float*>& state) {
       throw CommError("parameter-server shard " + std::to_string(s) + " holds " +
                       std::to_string(m.payload.size() - 1) + " optimizer state buffers, the chief " +
                       std::to_string(state.size()));
-    unslice(s, m.payload[0], params);
-    for (size_t i = 0; i < state.size(); ++i) unslice(s, m.payload[i + 1], state[i]);
+    unslice(s, m.payload[0].data(), params);
+    for (size_t i = 0; i < state.size(); ++i) unslice(s, m.payload[i + 1].data(), state[i]);
   }
 }
 

@@ -58,7 +58,7 @@ class ShardClients {
   // The shard's slice of a flat buffer, gathered into scratch_[s].
   const float* slice(int shard, const float* flat);
   // Writes the shard's slice back into a flat buffer.
-  void unslice(int shard, const std::vector<float>& from, float* flat) const;
+  void unslice(int shard, const float* from, float* flat) const;
   // Waits for shard s's answer of `kind`; throws CommError on a failure,
   // another kind or the deadline.
   ps::Message await(int shard, ps::Kind kind, const std::string& what);
@@ -78,6 +78,7 @@ class ShardClients {
   std::vector<std::string> endpoints_;
   std::vector<std::vector<float>> scratch_;  // per shard
   std::vector<int64_t> versions_;            // per shard: the version of the parameters last taken
+  std::vector<const float*> pushed_;         // per shard: the slice of the push under way
   int64_t max_staleness_ = 0;
   int64_t resends_ = 0;
   std::vector<ShardStep> last_step_;  // per shard

@@ -34,8 +34,15 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
       waiting_(static_cast<size_t>(workers), false),
       staleness_of_(static_cast<size_t>(workers), 0) {
   socket_.set(zmq::sockopt::linger, 0);
-  bindOrExplain(socket_, "tcp://" + host + ":0");
-  endpoint_ = "tcp://" + host + ":" + std::to_string(boundPort(socket_));
+  const bool ipc = host.rfind("ipc://", 0) == 0;
+  const std::string bind = ipc ? host : "tcp://" + host + ":0";
+  try {
+    socket_.bind(bind);
+  } catch (const zmq::error_t& e) {
+    throw CommError("parameter-server shard " + std::to_string(shard) + " cannot listen on " + bind + ": " +
+                    e.what());
+  }
+  endpoint_ = ipc ? host : "tcp://" + host + ":" + std::to_string(boundPort(socket_));
 }
 
 ShardServer::~ShardServer() = default;
@@ -140,7 +147,7 @@ void ShardServer::init(const ps::Message& m, const std::string& routing) {
                         " floats, the parameters " + std::to_string(n));
     std::memcpy(state[i].second->data(), m.payload[i + 1].data(), static_cast<size_t>(n) * sizeof(float));
   }
-  params_ = m.payload[0];
+  params_ = m.payload[0].toVector();
   summed_.assign(params_.size(), 0.0f);
   optimizer_ = std::move(optimizer);
   version_ = h.update;
@@ -172,7 +179,7 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
                       " gradients for " + std::to_string(params_.size()) + " parameters");
   if (consistency_ == "sync") {
     if (arrived_[w]) return;  // a duplicate of a pending push: the first one counts
-    pending_[w] = m.payload[0];
+    pending_[w] = m.payload[0].toVector();
     arrived_[w] = true;
     reply_to_[w] = routing;
     if (h.worker == 0) pending_lr_ = h.lr;  // every worker schedules the same; the chief's is used

@@ -36,7 +36,8 @@ namespace dtrain {
 
 class ShardServer {
  public:
-  // Binds a ROUTER socket on `host` (port chosen by the system).
+  // Binds a ROUTER socket on `host` (port chosen by the system), or on
+  // `host` itself when it is an ipc:// endpoint (workers on the same host).
   ShardServer(const JobConfig& job, int shard, int workers, uint64_t generation, const std::string& host);
   ~ShardServer();
 
