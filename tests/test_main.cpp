@@ -1,2 +1,13 @@
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+// The test binaries' main: doctest's, with SIGPIPE ignored as dtrain's own
+// main ignores it (cli/main.cpp). Tests that kill a peer mid-collective write
+// to its closed socket; the write must fail with EPIPE and be reported, not
+// end the test process with the signal (which it did under load, now and then).
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+
+#include <csignal>
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  return doctest::Context(argc, argv).run();
+}
