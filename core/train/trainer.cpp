@@ -227,8 +227,8 @@ struct Trainer::Impl {
       last_eval_step = state.step;
       return;
     }
-    if (strategy->lockstep()) strategy->agreeOnBuffers(replicas->buffers());
     if (strategy->lockstep()) {
+      strategy->agreeOnBuffers(replicas->buffers());
       Strategy* ranks = strategy.get();
       last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data,
                                   Shard{strategy->rank(), strategy->worldSize()},

@@ -104,15 +104,13 @@ std::optional<ps::Message> ShardClients::tryAwait(int shard, ps::Kind kind, cons
 }
 
 void ShardClients::init(const float* params, const std::vector<const float*>& state, int64_t updates_done) {
+  std::vector<const float*> buffers = {params};  // the parameters, then the optimizer's state
+  buffers.insert(buffers.end(), state.begin(), state.end());
   for (int s = 0; s < shards(); ++s) {
     // Slices of every buffer, kept until sent (the scratch holds one at a time).
     std::vector<std::vector<float>> slices;
     const size_t n = scratch_[static_cast<size_t>(s)].size();
-    for (const float* buffer : [&] {
-           std::vector<const float*> all = {params};
-           all.insert(all.end(), state.begin(), state.end());
-           return all;
-         }()) {
+    for (const float* buffer : buffers) {
       const float* b = slice(s, buffer);
       slices.emplace_back(b, b + n);
     }
