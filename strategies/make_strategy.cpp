@@ -45,7 +45,7 @@ std::shared_ptr<Strategy> makeStrategy(const JobConfig& job, WorkerSession& sess
   }
   return std::make_shared<ParameterServerStrategy>(session.group(), std::move(endpoints),
                                                    session.generation(), job.cluster.collective_timeout_s,
-                                                   job.strategy.consistency);
+                                                   job.strategy.consistency, &session.store());
 }
 
 }  // namespace dtrain

@@ -154,8 +154,8 @@ void RendezvousCoordinator::handleJoin(const std::string& identity, uint64_t req
 void RendezvousCoordinator::form(RendezvousClock::time_point now, Outbox& out) {
   std::vector<std::string> identities;
   for (const auto& j : roster_.joiners()) identities.push_back(j->identity);
-  group_.emplace(next_generation_++, roster_.peers(), identities, config_.heartbeat_timeout, config_.log,
-                 now);
+  group_.emplace(next_generation_++, roster_.peers(), identities, config_.heartbeat_timeout, config_.log, now,
+                 config_.survivable, config_.max_survivable_losses);
   gathering_ = false;
   join_failure_.reset();
 
@@ -215,6 +215,10 @@ int RendezvousCoordinator::admit(const std::string& identity, uint64_t request_i
         why);
   out.refuse(identity, request_id, why);
   return -1;
+}
+
+void RendezvousCoordinator::lose(int rank, const std::string& why, Outbox& out) {
+  if (group_ && !gathering_) group_->lose(rank, why, out);
 }
 
 void RendezvousCoordinator::tick(RendezvousClock::time_point now, Outbox& out) {

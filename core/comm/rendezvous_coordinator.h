@@ -46,6 +46,8 @@ class RendezvousCoordinator {
   void tick(RendezvousClock::time_point now, Outbox& out);
 
   RendezvousStatus status() const;
+  // The latest group's `rank` is gone (its host saw its process die): see RendezvousGroup::lose.
+  void lose(int rank, const std::string& why, Outbox& out);
 
  private:
   void handleJoin(const std::string& identity, uint64_t request_id, const JoinRequest& request,

@@ -26,14 +26,18 @@ std::string keyList(const std::vector<std::string>& keys) {
 
 RendezvousGroup::RendezvousGroup(uint64_t generation, std::vector<PeerInfo> peers,
                                  std::vector<std::string> identities, milliseconds heartbeat_timeout,
-                                 RendezvousLog log, RendezvousClock::time_point now)
+                                 RendezvousLog log, RendezvousClock::time_point now,
+                                 std::vector<bool> survivable, int max_survivable_losses)
     : generation_(generation),
       peers_(std::move(peers)),
       identities_(std::move(identities)),
       heartbeat_timeout_(heartbeat_timeout),
       log_(std::move(log)),
       last_seen_(peers_.size(), now),
-      left_(peers_.size(), false) {
+      left_(peers_.size(), false),
+      survivable_(std::move(survivable)),
+      max_survivable_losses_(max_survivable_losses) {
+  survivable_.resize(peers_.size(), false);
   for (size_t r = 0; r < identities_.size(); ++r) rank_of_identity_[identities_[r]] = static_cast<int>(r);
 }
 
@@ -164,12 +168,42 @@ void RendezvousGroup::tick(RendezvousClock::time_point now, Outbox& out) {
                    " ranks have not arrived: " + describeRanks(s.missing));
   for (size_t r = 0; r < last_seen_.size(); ++r) {
     if (left_[r] || now - last_seen_[r] <= heartbeat_timeout_) continue;
-    // The lost rank is told too: if it was only cut off for a while, it learns it was dropped.
-    abort(
-        "lost " + describeRank(static_cast<int>(r)) + ": no heartbeat for " + secondsText(heartbeat_timeout_),
-        -1, out);
-    return;
+    lose(static_cast<int>(r), "no heartbeat for " + secondsText(heartbeat_timeout_), out);
+    if (!live()) return;
   }
+}
+
+void RendezvousGroup::lose(int rank, const std::string& why, Outbox& out) {
+  if (!live() || rank < 0 || rank >= worldSize() || left_[static_cast<size_t>(rank)]) return;
+  if (survivable_[static_cast<size_t>(rank)] && lost_count_ < max_survivable_losses_)
+    return dropLost(rank, why, out);
+  std::string reason = "lost " + describeRank(rank) + ": " + why;
+  if (survivable_[static_cast<size_t>(rank)])
+    reason += " (" + std::to_string(lost_count_) +
+              " lost already: fewer workers than the job's min_workers would be left)";
+  // The lost rank is told too: if it was only cut off for a while, it learns it was dropped.
+  abort(reason, -1, out);
+}
+
+void RendezvousGroup::dropLost(int rank, const std::string& why, Outbox& out) {
+  const std::string who = describeRank(rank);
+  left_[static_cast<size_t>(rank)] = true;
+  ++left_count_;
+  ++lost_count_;
+  lost_ranks_ += std::to_string(rank) + " " + peers_[static_cast<size_t>(rank)].host + "\n";
+  key_values_.set(kLostRanksKey, Bytes(lost_ranks_.begin(), lost_ranks_.end()));
+  log("lost " + who + ": " + why + "; the run goes on without it (" +
+      std::to_string(worldSize() - left_count_) + " of " + std::to_string(worldSize()) + " ranks remain)");
+  // If it was only frozen or cut off for a while, it learns it was dropped.
+  wire::AbortNotice notice;
+  notice.origin_rank = -1;
+  notice.reason = "this rank was lost (" + why + ") and dropped from the run, which goes on without it";
+  out.send(identities_[static_cast<size_t>(rank)], 0, notice);
+  for (const StrandedArrival& s : barriers_.takeWaitingFor(rank, worldSize()))
+    out.refuse(s.arrival.identity, s.arrival.request_id,
+               "barrier " + quoted(s.name) + " cannot complete: " + who + " was lost before reaching it");
+  answerParkedReads(out);
+  if (allLeft()) end_reason_ = "the run of generation " + std::to_string(generation_) + " has ended";
 }
 
 }  // namespace dtrain

@@ -23,9 +23,11 @@ namespace dtrain {
 class RendezvousGroup {
  public:
   // `peers` and `identities` by rank; every rank counts as heard from at `now`.
+  // `survivable` and `max_survivable_losses` as in RendezvousServerConfig.
   RendezvousGroup(uint64_t generation, std::vector<PeerInfo> peers, std::vector<std::string> identities,
                   std::chrono::milliseconds heartbeat_timeout, RendezvousLog log,
-                  RendezvousClock::time_point now);
+                  RendezvousClock::time_point now, std::vector<bool> survivable = {},
+                  int max_survivable_losses = 0);
 
   uint64_t generation() const { return generation_; }
   int worldSize() const { return static_cast<int>(peers_.size()); }
@@ -49,10 +51,17 @@ class RendezvousGroup {
               RendezvousClock::time_point now, Outbox& out);
   // Deadlines of parked reads and barriers; ranks silent past the heartbeat timeout.
   void tick(RendezvousClock::time_point now, Outbox& out);
+  // `rank` is gone (its process died, say, as its host saw): dropped and
+  // announced when the group survives its loss, else the group aborts.
+  void lose(int rank, const std::string& why, Outbox& out);
+  // Ranks lost and survived so far.
+  int lostCount() const { return lost_count_; }
 
  private:
   void leave(int rank, const std::string& identity, uint64_t request_id, Outbox& out);
   void abort(const std::string& reason, int origin_rank, Outbox& out);
+  // Drops a lost rank the group survives: announced under kLostRanksKey.
+  void dropLost(int rank, const std::string& why, Outbox& out);
   void answerParkedReads(Outbox& out);
   std::string describeRanks(const std::vector<int>& ranks) const;
   void log(const std::string& line) const;
@@ -67,8 +76,12 @@ class RendezvousGroup {
   RendezvousKeyValues key_values_;
   RendezvousBarriers barriers_;
   std::vector<RendezvousClock::time_point> last_seen_;
-  std::vector<bool> left_;
+  std::vector<bool> left_;  // left cleanly, or lost and dropped
   int left_count_ = 0;
+  std::vector<bool> survivable_;
+  int max_survivable_losses_ = 0;
+  int lost_count_ = 0;
+  std::string lost_ranks_;  // kLostRanksKey's value
   std::string end_reason_;
   std::optional<std::string> abort_reason_;
 };

@@ -66,6 +66,11 @@ bool RendezvousServer::allLeft() const {
   return status_.all_left;
 }
 
+void RendezvousServer::reportLost(int rank, const std::string& why) {
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  reported_lost_.emplace_back(rank, why);
+}
+
 void RendezvousServer::log(const std::string& line) const {
   if (config_.log) config_.log(line);
 }
@@ -103,6 +108,12 @@ void RendezvousServer::serveOnce() {
     publishStatus();
     sendAll(out);
   }
+  std::vector<std::pair<int, std::string>> lost;
+  {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    lost.swap(reported_lost_);
+  }
+  for (const auto& [rank, why] : lost) coordinator_.lose(rank, why, out);
   coordinator_.tick(RendezvousClock::now(), out);
   publishStatus();
   sendAll(out);

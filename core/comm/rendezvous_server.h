@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 #include <zmq.hpp>
 
 #include "core/comm/rendezvous_coordinator.h"
@@ -46,6 +48,9 @@ class RendezvousServer {
   std::optional<std::string> aborted() const;
   // Every rank of the latest group has left cleanly.
   bool allLeft() const;
+  // The latest group's `rank` is gone (its host saw its process die): the
+  // group drops it if it survives the loss, else aborts. Any thread.
+  void reportLost(int rank, const std::string& why);
 
  private:
   void serve();
@@ -65,6 +70,7 @@ class RendezvousServer {
 
   mutable std::mutex status_mutex_;
   RendezvousStatus status_;
+  std::vector<std::pair<int, std::string>> reported_lost_;  // guarded by status_mutex_
 };
 
 }  // namespace dtrain

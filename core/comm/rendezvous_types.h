@@ -58,6 +58,10 @@ struct ClientTimeouts {
   std::chrono::milliseconds heartbeat_timeout{10000};
 };
 
+// The key under which a group announces the ranks it lost and survived: one
+// line "RANK HOST" per rank, in the order they were lost.
+inline constexpr const char* kLostRanksKey = "lost_ranks";
+
 // Receives the coordinator's log lines (one line each, no newline).
 using RendezvousLog = std::function<void(const std::string& line)>;
 
@@ -74,6 +78,13 @@ struct RendezvousServerConfig {
   std::chrono::milliseconds heartbeat_timeout{10000};
   // How often a forming group logs who it is still waiting for.
   std::chrono::milliseconds progress_interval{5000};
+  // Ranks whose loss the run survives (by rank; empty: none): a parameter
+  // server's workers other than the chief, when their updates need no
+  // lockstep. A lost one is dropped from the group and announced under the
+  // key kLostRanksKey instead of aborting it, while no more than
+  // `max_survivable_losses` are lost; one more aborts the group.
+  std::vector<bool> survivable;
+  int max_survivable_losses = 0;
   RendezvousLog log;  // may be empty; called from the server's thread
 };
 

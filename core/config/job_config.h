@@ -146,6 +146,11 @@ struct StrategySection {
   int staleness = 2;
   // async, bounded: a push k updates late moves the parameters by lr / (1 + k).
   bool scale_lr_by_staleness = false;
+  // parameter_server, async and bounded: the fewest workers the run goes on
+  // with when workers other than the chief are lost (their remaining
+  // samples go to the survivors); one loss more stops it. A synchronous run
+  // stops at the first loss, as mirrored does.
+  int min_workers = 1;
   // "auto" (shared memory when every rank is on one host, else Gloo by size) |
   // "shared_memory" | "ring" | "halving_doubling" | "bcube" (Gloo algorithms)
   std::string collective = "auto";

@@ -277,6 +277,7 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
   c.intRange("strategy.ps", s.ps, 1, 64);
   c.oneOf("strategy.consistency", s.consistency, {"sync", "async", "bounded"});
   c.intRange("strategy.staleness", s.staleness, 0, 1000000);
+  c.intRange("strategy.min_workers", s.min_workers, 1, std::max(1, s.workers));
   // Workers at their own pace cannot meet mid-pass to sum batch statistics.
   if (s.type == "parameter_server" && s.consistency != "sync" && s.sync_batchnorm)
     c.failOr("strategy.sync_batchnorm", "strategy.consistency",

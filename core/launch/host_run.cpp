@@ -93,6 +93,13 @@ Plan planRun(const JobConfig& job, int node_option) {
   return p;
 }
 
+// A parameter server's workers other than the chief, when their updates need
+// no lockstep: the run survives their loss (strategies/parameter_server).
+bool survivableRank(const JobConfig& job, int rank) {
+  const StrategySection& s = job.strategy;
+  return s.type == "parameter_server" && s.consistency != "sync" && rank >= 1 && rank < s.workers;
+}
+
 }  // namespace
 
 std::string runJobId(const JobConfig& job) {
@@ -118,6 +125,10 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     sc.nodes = plan.nodes;
     sc.join_timeout = secondsToMillis(job.cluster.join_timeout_s);
     sc.heartbeat_timeout = secondsToMillis(job.cluster.heartbeat_timeout_s);
+    int ranks = 0;
+    for (const NodeLayout& n : plan.nodes) ranks += n.slots;
+    for (int r = 0; r < ranks; ++r) sc.survivable.push_back(survivableRank(job, r));
+    sc.max_survivable_losses = std::max(0, job.strategy.workers - job.strategy.min_workers);
     std::FILE* log = options.log;
     sc.log = [log](const std::string& line) {
       std::fprintf(log, "dtrain: coordinator: %s\n", line.c_str());
@@ -140,6 +151,7 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     if (job.strategy.type == "parameter_server" && rank >= job.strategy.workers)
       w.label =
           "parameter-server shard " + std::to_string(rank - job.strategy.workers) + " (" + w.label + ")";
+    w.survivable = survivableRank(job, rank);
     w.argv.push_back(options.program);
     w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
     WorkerAssignment a;
@@ -156,12 +168,21 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
   // After a failure the others cannot finish a step anyway: a short grace.
   WorkerProcesses workers(std::chrono::seconds(3));
   workers.start(launches);
-  WorkersOutcome out = workers.wait([&]() -> std::string {
-    if (server) {
-      if (auto reason = server->aborted()) return *reason;
-    }
-    return {};
-  });
+  // A lost worker the run survives: the coordinator hears of it at once
+  // (rather than after the heartbeat timeout) when it is served here.
+  auto survived = [&](size_t index, const std::string& what) {
+    std::fprintf(options.log, "dtrain: node %d: %s; the run goes on without it\n", plan.node, what.c_str());
+    std::fflush(options.log);
+    if (server) server->reportLost(first_rank + static_cast<int>(index), what);
+  };
+  WorkersOutcome out = workers.wait(
+      [&]() -> std::string {
+        if (server) {
+          if (auto reason = server->aborted()) return *reason;
+        }
+        return {};
+      },
+      survived);
   if (!out.failure.empty()) {
     // A worker that exited (not one killed by a signal) stopped on the
     // coordinator's abort or sent one: its reason names the rank (and host)

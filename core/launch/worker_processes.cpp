@@ -94,7 +94,7 @@ void WorkerProcesses::start(const std::vector<WorkerLaunch>& workers) {
       reapAll(std::chrono::seconds(5));
       throw Error("cannot start worker " + w.label + " (" + args[0] + "): " + std::strerror(rc));
     }
-    children_.push_back(Child{w.label, pid, true, 0});
+    children_.push_back(Child{w.label, w.survivable, pid, true, 0});
   }
 }
 
@@ -144,7 +144,8 @@ constexpr std::chrono::milliseconds kKilledWorkerLook{300};
 
 }  // namespace
 
-WorkersOutcome WorkerProcesses::wait(const std::function<std::string()>& poll) {
+WorkersOutcome WorkerProcesses::wait(const std::function<std::string()>& poll,
+                                     const std::function<void(size_t, const std::string&)>& survived) {
   WorkersOutcome out;
   int forwarded = 0;
   auto failureOf = [](const Child& c) {
@@ -194,6 +195,10 @@ WorkersOutcome WorkerProcesses::wait(const std::function<std::string()>& poll) {
       c.running = false;
       c.status = status;
       bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && c.survivable && !forwarded) {
+        if (survived) survived(static_cast<size_t>(&c - children_.data()), failureOf(c));
+        continue;
+      }
       // A worker stopped by the relayed signal (exit 128+sig after its
       // checkpoint) is not a failure of the run's machinery.
       bool relayed_stop = forwarded && exitCodeOf(status) == 128 + forwarded;

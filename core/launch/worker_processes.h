@@ -22,6 +22,9 @@ struct WorkerLaunch {
   std::string label;                                     // "rank 3 (node 1, slot 1)": for messages
   std::vector<std::string> argv;                         // argv[0] is the program to run
   std::vector<std::pair<std::string, std::string>> env;  // added to this process's environment
+  // The run may go on without it (a parameter server's worker other than
+  // the chief, in an asynchronous mode): its failure is reported, not fatal.
+  bool survivable = false;
 };
 
 struct WorkersOutcome {
@@ -44,7 +47,10 @@ class WorkerProcesses {
   // Waits until every worker has ended. `poll` runs every ~50 ms on this
   // thread; when it returns a non-empty reason (the coordinator saw a peer
   // die elsewhere, say) the workers are stopped with that as the failure.
-  WorkersOutcome wait(const std::function<std::string()>& poll = {});
+  // A survivable worker's failure goes to `survived` (launch index, what
+  // happened) and the others run on.
+  WorkersOutcome wait(const std::function<std::string()>& poll = {},
+                      const std::function<void(size_t, const std::string&)>& survived = {});
 
   // The pids, in launch order (tests).
   std::vector<pid_t> pids() const;
@@ -52,6 +58,7 @@ class WorkerProcesses {
  private:
   struct Child {
     std::string label;
+    bool survivable = false;
     pid_t pid = -1;
     bool running = false;
     int status = 0;

@@ -11,12 +11,15 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/config/job_config.h"
 #include "core/train/replica_set.h"
+#include "core/util/rng.h"
+#include "datasets/batch_loader.h"
 
 namespace dtrain {
 
@@ -40,6 +43,12 @@ struct StepInput {
   uint64_t seed;       // dropout masks of this step
 };
 
+// The dropout masks' seed of global batch `batch` (0-based over the epochs):
+// the same whichever worker computes which slice of it.
+inline uint64_t dropoutSeedOf(uint64_t job_seed, int64_t batch) {
+  return splitmix64(job_seed ^ splitmix64(static_cast<uint64_t>(batch)));
+}
+
 // What a strategy trains with: the trainer owns every part and keeps it
 // alive for the strategy's life.
 struct TrainingParts {
@@ -51,6 +60,11 @@ struct TrainingParts {
   std::function<void(const std::string&)> say;  // one line for the log (warnings)
   int64_t updates_done = 0;                     // steps the run has taken (a resume's checkpoint step)
   int64_t* graph_replays = nullptr;             // counts the steps replayed from a CUDA graph (TrainOutcome)
+  // A loader of the training data cut as the trainer's is, handing out
+  // `shard`'s slice of each global batch, without prefetching (a worker
+  // that takes over a lost worker's slices reads them with it).
+  std::function<std::unique_ptr<BatchLoader>(Shard shard)> slice_loader;
+  int64_t batches_per_epoch = 0;  // global batches in an epoch of the training data
 };
 
 class Strategy {
@@ -89,6 +103,10 @@ class Strategy {
   // state, from wherever the strategy keeps them, into `params` and
   // `optimizer` (the chief's copies, which the checkpoint writes).
   virtual void collectState(ParamStore& params, Optimizer& optimizer) {}
+  // Every rank, after its last step and before the run's final evaluation
+  // and checkpoint: workers at their own pace wait here until every
+  // worker's updates are in; lockstep workers have nothing to wait for.
+  virtual void drainUpdates() {}
   // Every rank, once its last step and checkpoint are done: release what the
   // strategy holds elsewhere (a parameter server's shards).
   virtual void finish() {}

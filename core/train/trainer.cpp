@@ -132,14 +132,20 @@ struct Trainer::Impl {
     parts.say = [this](const std::string& line) { say(line); };
     parts.graph_replays = &graph_replays;
     parts.updates_done = state.step;
-    strategy->attach(parts);
-
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
     loader = std::make_unique<BatchLoader>(
         *train_data, *sampler, job.train.batch_size,
         loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed,
                          Shard{strategy->rank(), strategy->worldSize()}, /*pinned=*/!device.isCpu()));
     steps_per_epoch = loader->batchesPerEpoch();
+    parts.batches_per_epoch = steps_per_epoch;
+    parts.slice_loader = [this](Shard shard) {
+      LoaderOptions o = loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed, shard, false);
+      o.prefetch = 0;
+      return std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, std::move(o));
+    };
+    strategy->attach(parts);
+
     if (job.train.steps > 0) {
       total_steps = job.train.steps;
       epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
@@ -269,12 +275,8 @@ struct Trainer::Impl {
     return got;
   }
 
-  // Forward and backward; with several ranks also the gradients' all-reduce,
-  // overlapped with backward.
   // Dropout masks of the step about to run.
-  uint64_t stepSeed() const {
-    return splitmix64(job.job.seed ^ splitmix64(static_cast<uint64_t>(state.step)));
-  }
+  uint64_t stepSeed() const { return dropoutSeedOf(job.job.seed, state.step); }
 
   // One optimizer update from the batch, as the strategy runs it; returns
   // its figures, or on a GPU that they are on their way.
@@ -404,6 +406,7 @@ struct Trainer::Impl {
         if (epoch_done || last_step) {
           if (!quiet()) progress->endEpoch();
         }
+        if (last_step && !opt.profile) strategy->drainUpdates();  // the final figures hold every worker's
         if (eval_now) evaluate();
         if (checkpoint_now) checkpoint(last_step ? "end" : epoch_done ? "epoch end" : "periodic");
         // The next step's images/s should not include this evaluation or checkpoint.

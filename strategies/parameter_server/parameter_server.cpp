@@ -7,10 +7,12 @@
 #include <thread>
 #include <utility>
 
+#include "core/comm/lost_ranks.h"
 #include "core/errors.h"
 #include "core/optim/optimizer.h"
 #include "core/train/step_profile.h"
 #include "strategies/batch_norm_across_workers.h"
+#include "strategies/parameter_server/shard_process.h"
 
 namespace dtrain {
 
@@ -24,12 +26,14 @@ Tensor onHost(const Tensor& t) { return t.device().isCpu() ? t : t.to(Device::cp
 ParameterServerStrategy::ParameterServerStrategy(std::shared_ptr<ProcessGroup> workers,
                                                  std::vector<std::string> shard_endpoints,
                                                  uint64_t generation, double timeout_s,
-                                                 std::string consistency)
+                                                 std::string consistency, Store* store)
     : workers_(std::move(workers)),
       endpoints_(std::move(shard_endpoints)),
       generation_(generation),
       timeout_s_(timeout_s),
-      consistency_(std::move(consistency)) {
+      consistency_(std::move(consistency)),
+      store_(store),
+      handover_(workers_->size()) {
   // Tests slow one worker down to see the staleness bound hold.
   if (const char* slow = std::getenv("DTRAIN_TEST_SLOW_WORKER")) {
     int rank = -1, ms = 0;
@@ -57,6 +61,8 @@ void ParameterServerStrategy::attach(const TrainingParts& parts) {
       parts.say("parameter server: " + line);
   shards_ = std::make_unique<ShardClients>(endpoints_, placement_, rank(), generation_, timeout_s_);
   shards_->startAt(parts.updates_done);
+  shards_->startLive(worldSize());
+  pushes_ = parts.updates_done;  // the shards' clocks start at the chief's step
   if (isChief()) {
     // The shards start from the chief's state: fresh, or its checkpoint's.
     const Tensor params = onHost(replicas.store().params());
@@ -84,35 +90,139 @@ std::string ParameterServerStrategy::describeRun() const {
 StepFigures ParameterServerStrategy::step(const StepInput& in) {
   if (!local_) throw Error("parameter_server: step before attach");
   if (syncsBatchStats() && in.batch.global_size < worldSize()) return StepFigures{};
+  if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
+  const int64_t batch = in.update - 1;  // each step is one global batch
+  BatchFigures f;
+  // Losses announced since the last step: their slices of the batches
+  // already stepped are caught up on first.
+  if (!lockstep()) f += takeOverLosses(batch - 1, in.lr, false);
+  f += computeAndPush(in, batch, rank());
+  if (!lockstep())
+    for (int slice : handover_.inherited(rank(), batch)) f += pushTakenOver(batch, slice, in.lr);
+  last_batch_ = batch;
+  last_lr_ = in.lr;
+  StepFigures out{f, false, measuredFigures()};
+  if (local_->onDevice()) {
+    local_->parts().replicas->snapshotDeviceFigures();
+    out.host = BatchFigures{};
+    out.on_device = true;
+  }
+  return out;
+}
+
+BatchFigures ParameterServerStrategy::computeAndPush(const StepInput& in, int64_t batch, int slice) {
   const TrainingParts& parts = local_->parts();
   ReplicaSet& replicas = *parts.replicas;
-  if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
   const BatchFigures f = local_->computeGradients(in, nullptr);
   local_->sumReplicas();
   // Asynchronous pushes are clipped each on its own, to the share of the norm
   // one worker's part of a global batch stands for.
   const double clip_norm = parts.job->train.grad_clip_norm;
   if (clip_norm > 0 && consistency_ != "sync") local_->clip(clip_norm / worldSize());
-  {
-    PhaseSpan span(parts.profile, DevicePhase::Communication);
-    ParamStore& store = replicas.store();
-    if (local_->onDevice()) {
-      const Tensor grads = replicas.grads().to(Device::cpu());
-      Tensor params = Tensor::empty(store.params().shape(), Device::cpu());
-      shards_->pushAndPull(in.update, in.lr, grads.data(), params.data());
-      store.params().copyFrom(params);
-    } else {
-      shards_->pushAndPull(in.update, in.lr, replicas.grads().data(), store.params().data());
-    }
-    replicas.grads().zero();
-  }
-  StepFigures out{f, false, measuredFigures()};
+  PhaseSpan span(parts.profile, DevicePhase::Communication);
+  ParamStore& store = replicas.store();
+  ++pushes_;
   if (local_->onDevice()) {
-    replicas.snapshotDeviceFigures();
-    out.host = BatchFigures{};
-    out.on_device = true;
+    const Tensor grads = replicas.grads().to(Device::cpu());
+    Tensor params = Tensor::empty(store.params().shape(), Device::cpu());
+    shards_->pushAndPull(pushes_, in.lr, grads.data(), params.data(), batch, slice);
+    store.params().copyFrom(params);
+  } else {
+    shards_->pushAndPull(pushes_, in.lr, replicas.grads().data(), store.params().data(), batch, slice);
   }
-  return out;
+  replicas.grads().zero();
+  return f;
+}
+
+BatchFigures ParameterServerStrategy::pushTakenOver(int64_t batch, int slice, double lr) {
+  const TrainingParts& parts = local_->parts();
+  std::unique_ptr<BatchLoader>& loader = slice_loaders_[slice];
+  if (!loader) loader = parts.slice_loader(Shard{slice, worldSize()});
+  const int64_t epoch = batch / parts.batches_per_epoch;
+  const int64_t in_epoch = batch % parts.batches_per_epoch;
+  loader->start(epoch, in_epoch * parts.job->train.batch_size);
+  Batch data;
+  if (!loader->next(data))
+    throw Error("parameter_server: worker " + std::to_string(slice) + "'s slice of global batch " +
+                std::to_string(batch) + " is past the end of its epoch");
+  return computeAndPush(StepInput{data, lr, batch + 1, dropoutSeedOf(parts.job->job.seed, batch)}, batch,
+                        slice);
+}
+
+BatchFigures ParameterServerStrategy::takeOverLosses(int64_t upto, double lr, bool poll) {
+  BatchFigures f;
+  // A shard's answer says a worker was lost before the store is asked.
+  if (!poll && shards_->liveWorkers() >= worldSize() - handover_.losses()) return f;
+  const int first_new = handover_.losses();
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+  for (const LostRank& lost : readLostRanks(*store_)) {
+    if (lost.rank >= worldSize() || handover_.isLost(lost.rank)) continue;  // a shard's rank, or known
+    // What its pushes covered, over every shard (each publishes once it has dropped it).
+    DoneSlices done;
+    for (int s = 0; s < shards_->shards(); ++s) {
+      const Bytes text = store_->get(doneSlicesKey(lost.rank, s), timeout);
+      DoneSlices shard_done;
+      if (!DoneSlices::parse(std::string(text.begin(), text.end()), shard_done))
+        throw CommError("parameter-server shard " + std::to_string(s) +
+                        " published an unreadable account of lost worker " + std::to_string(lost.rank));
+      done.merge(shard_done);
+    }
+    handover_.lose(lost.rank, done);
+    if (isChief() && local_->parts().say)
+      local_->parts().say("parameter server: lost worker " + std::to_string(lost.rank) + " (host " +
+                          lost.host + ") after its slice of global batch " + std::to_string(done.own_upto) +
+                          "; " + std::to_string(worldSize() - handover_.losses()) +
+                          " workers take over the rest of its samples");
+  }
+  for (const auto& [batch, slice] : handover_.handedOver(rank(), first_new, upto))
+    f += pushTakenOver(batch, slice, lr);
+  return f;
+}
+
+void ParameterServerStrategy::drainUpdates() {
+  if (lockstep() || drained_ || !shards_) return;
+  drained_ = true;
+  const std::string drained_key = "parameter_server/drained";
+  auto doneKey = [](int r) { return "parameter_server/finished/" + std::to_string(r); };
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+  int said = -1, done_seen = 0;
+  for (;;) {
+    // A worker lost now still hands its undone slices to those still here.
+    takeOverLosses(last_batch_, last_lr_, true);
+    const int losses = handover_.losses();
+    if (losses != said) {  // done with the slices of every loss known so far
+      const std::string v = std::to_string(losses);
+      store_->set(doneKey(rank()), Bytes(v.begin(), v.end()));
+      said = losses;
+      deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+    }
+    if (isChief()) {
+      // Done when every worker not lost is done with the same losses.
+      int done = 0, live = 0;
+      for (int r = 1; r < worldSize(); ++r) {
+        if (handover_.isLost(r)) continue;
+        ++live;
+        if (!store_->check(doneKey(r))) continue;
+        const Bytes v = store_->get(doneKey(r), std::chrono::seconds(1));
+        if (std::string(v.begin(), v.end()) == std::to_string(losses)) ++done;
+      }
+      if (done == live) {
+        store_->set(drained_key, Bytes{1});
+        return;
+      }
+      if (done != done_seen) {  // the deadline is for one worker at a time
+        done_seen = done;
+        deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+      }
+    } else if (store_->check(drained_key)) {
+      return;
+    }
+    if (Clock::now() > deadline)
+      throw CommError("parameter server: the workers did not all finish their updates within " +
+                      std::to_string(static_cast<int>(timeout_s_)) + " s ([cluster] collective_timeout_s)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::vector<std::pair<std::string, double>> ParameterServerStrategy::measuredFigures() const {
@@ -155,7 +265,12 @@ void ParameterServerStrategy::collectState(ParamStore& params, Optimizer& optimi
 void ParameterServerStrategy::finish() {
   if (finished_ || !shards_) return;
   finished_ = true;
-  workers_->barrier();  // every worker's last push is answered
+  // Every worker's last push is answered. Workers at their own pace meet
+  // through the store, which survives a lost worker; the collectives would not.
+  if (lockstep())
+    workers_->barrier();
+  else
+    drainUpdates();
   if (isChief()) shards_->stop();
 }
 

@@ -16,7 +16,7 @@ namespace dtrain::ps {
 namespace {
 
 constexpr uint32_t kMagic = 0x31535044;  // "DPS1"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 
 // The header as it travels: fixed layout, little-endian hosts only (x86-64
 // and aarch64 Linux, what dtrain builds for).
@@ -31,12 +31,15 @@ struct WireHeader {
   double lr;
   uint64_t generation;
   int32_t frames;
-  int32_t unused2;
+  int32_t slice;
   int64_t version_sent;  // Header::version
   int64_t staleness;
   double rate;
+  int64_t batch;
+  int32_t live;
+  int32_t unused2;
 };
-static_assert(sizeof(WireHeader) == 72, "the wire header has a fixed size");
+static_assert(sizeof(WireHeader) == 88, "the wire header has a fixed size");
 
 bool knownKind(uint8_t k) { return k >= 1 && k <= 8; }
 
@@ -54,6 +57,9 @@ WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   w.version_sent = h.version;
   w.staleness = h.staleness;
   w.rate = h.rate;
+  w.batch = h.batch;
+  w.slice = h.slice;
+  w.live = h.live;
   return w;
 }
 
@@ -118,6 +124,9 @@ Header headerOf(const WireHeader& w) {
   h.version = w.version_sent;
   h.staleness = w.staleness;
   h.rate = w.rate;
+  h.batch = w.batch;
+  h.slice = w.slice;
+  h.live = w.live;
   return h;
 }
 

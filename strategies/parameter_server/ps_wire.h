@@ -36,6 +36,12 @@ struct Header {
   int64_t version = 0;
   int64_t staleness = 0;
   double rate = 0;  // Params: the requests per second the shard has served so far
+  // Push: which samples the gradient is of: worker `slice`'s slice of global
+  // batch `batch` (0-based, counted over the epochs), so that a lost
+  // worker's remaining slices can be handed to the others.
+  int64_t batch = -1;
+  int32_t slice = -1;
+  int32_t live = 0;  // Params: the workers not lost
 };
 
 // A payload frame as it arrived: its floats are read in place, not copied

@@ -44,6 +44,10 @@ ShardClients::~ShardClients() = default;
 ps::Header ShardClients::header(ps::Kind kind, int shard, int64_t update, double lr) const {
   ps::Header h{kind, worker_, shard, update, lr, generation_, 0};
   h.version = versions_[static_cast<size_t>(shard)];  // the parameters this worker holds
+  if (kind == ps::Kind::Push) {
+    h.batch = push_batch_;
+    h.slice = push_slice_;
+  }
   return h;
 }
 
@@ -122,8 +126,11 @@ void ShardClients::init(const float* params, const std::vector<const float*>& st
   // Every worker starts from the chief's parameters, which are the shards' version `updates_done`.
 }
 
-void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, float* params) {
+void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, float* params, int64_t batch,
+                               int of_worker) {
   const std::string what = "update " + std::to_string(update);
+  push_batch_ = batch;
+  push_slice_ = of_worker;
   for (int s = 0; s < shards(); ++s) {
     pushed_[static_cast<size_t>(s)] = slice(s, grads);  // kept for a repeat while `grads` stays
     ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Push, s, update, lr),
@@ -134,6 +141,8 @@ void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, fl
     unslice(s, m.payload[0].data(), params);
     versions_[static_cast<size_t>(s)] = m.header.version;
     max_staleness_ = std::max(max_staleness_, m.header.staleness);
+    // A shard that has seen a worker lost says so first.
+    if (m.header.live > 0) live_ = std::min(live_, static_cast<int>(m.header.live));
     const int64_t floats = placement_.shard_floats[static_cast<size_t>(s)];
     last_step_[static_cast<size_t>(s)] =
         ShardStep{m.header.staleness, m.header.rate, 2 * floats * static_cast<int64_t>(sizeof(float))};

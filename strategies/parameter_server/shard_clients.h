@@ -32,7 +32,10 @@ class ShardClients {
   void init(const float* params, const std::vector<const float*>& state, int64_t updates_done);
   // Pushes update `update`'s gradients (flat, host) to every shard and
   // writes the parameters the shards answer with into `params` (flat, host).
-  void pushAndPull(int64_t update, double lr, const float* grads, float* params);
+  // The gradients are of worker `of_worker`'s slice of global batch `batch`
+  // (-1: not said), which the shards note for a handover.
+  void pushAndPull(int64_t update, double lr, const float* grads, float* params, int64_t batch = -1,
+                   int of_worker = -1);
   // The chief: every shard's parameters and optimizer state into the flat buffers.
   void gather(float* params, const std::vector<float*>& state);
   // The chief: the run is over; each shard answers and exits.
@@ -45,6 +48,10 @@ class ShardClients {
   int64_t maxStaleness() const { return max_staleness_; }
   // Pushes sent again because no answer came in time.
   int64_t resends() const { return resends_; }
+  // The fewest workers not lost that any shard's answer reported (it starts
+  // at `workers`): when it drops, the rendezvous has announced a loss.
+  int liveWorkers() const { return live_; }
+  void startLive(int workers) { live_ = workers; }
   // The last pushAndPull as each shard saw it: the push's staleness and the
   // shard's requests per second; and the bytes that went each way per shard.
   struct ShardStep {
@@ -81,6 +88,9 @@ class ShardClients {
   std::vector<const float*> pushed_;         // per shard: the slice of the push under way
   int64_t max_staleness_ = 0;
   int64_t resends_ = 0;
+  int live_ = 1 << 30;
+  int64_t push_batch_ = -1;  // what the push under way covers
+  int push_slice_ = -1;
   std::vector<ShardStep> last_step_;  // per shard
   // A push unanswered this long is sent again, then after twice as long, up to the last.
   static constexpr int kFirstResendMs = 250;

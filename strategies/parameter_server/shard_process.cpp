@@ -2,12 +2,17 @@
 
 #include <unistd.h>
 
+#include "core/comm/lost_ranks.h"
 #include "core/comm/store.h"
 #include "strategies/parameter_server/shard_server.h"
 
 namespace dtrain {
 
 std::string shardEndpointKey(int shard) { return "parameter_server/shard/" + std::to_string(shard); }
+
+std::string doneSlicesKey(int worker, int shard) {
+  return "parameter_server/done/" + std::to_string(worker) + "/" + std::to_string(shard);
+}
 
 std::string runShardProcess(const JobConfig& job, WorkerSession& session, const std::string& host) {
   const int workers = session.worldSize() - job.strategy.ps;
@@ -19,7 +24,22 @@ std::string runShardProcess(const JobConfig& job, WorkerSession& session, const 
                                                       "-shard-" + std::to_string(session.shard());
   ShardServer server(job, session.shard(), workers, session.generation(), where);
   const std::string& endpoint = server.endpoint();
-  session.store().set(shardEndpointKey(session.shard()), Bytes(endpoint.begin(), endpoint.end()));
+  Store& store = session.store();
+  store.set(shardEndpointKey(session.shard()), Bytes(endpoint.begin(), endpoint.end()));
+  // Workers are ranks 0..workers-1, so a lost rank below that is a worker.
+  LossWatch watch;
+  watch.lost = [&store, workers] {
+    std::vector<int> lost;
+    for (const LostRank& r : readLostRanks(store))
+      if (r.rank < workers) lost.push_back(r.rank);
+    return lost;
+  };
+  const int shard = session.shard();
+  watch.publish = [&store, shard](int worker, const DoneSlices& done) {
+    const std::string text = done.text();
+    store.set(doneSlicesKey(worker, shard), Bytes(text.begin(), text.end()));
+  };
+  server.watchLosses(std::move(watch));
   // Workers that stop talking for longer than a collective may take are gone;
   // a lost one is normally reported sooner by the rendezvous's heartbeats.
   server.serve(job.cluster.collective_timeout_s + job.cluster.heartbeat_timeout_s);

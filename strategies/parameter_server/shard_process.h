@@ -12,6 +12,9 @@ namespace dtrain {
 
 // The store key under which shard `shard` publishes its endpoint.
 std::string shardEndpointKey(int shard);
+// The store key under which shard `shard` publishes what the lost worker
+// `worker`'s applied pushes covered (DoneSlices::text).
+std::string doneSlicesKey(int worker, int shard);
 
 // Serves as shard session.shard(), listening on `host`; returns, once the
 // chief has stopped it, one line of what it did (ShardServer::summary).

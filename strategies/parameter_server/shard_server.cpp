@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/comm/rendezvous_socket.h"
@@ -32,7 +33,10 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
       reply_to_(static_cast<size_t>(workers)),
       clocks_(static_cast<size_t>(workers), 0),
       waiting_(static_cast<size_t>(workers), false),
-      staleness_of_(static_cast<size_t>(workers), 0) {
+      staleness_of_(static_cast<size_t>(workers), 0),
+      done_(static_cast<size_t>(workers)),
+      lost_(static_cast<size_t>(workers), false),
+      live_(workers) {
   socket_.set(zmq::sockopt::linger, 0);
   const bool ipc = host.rfind("ipc://", 0) == 0;
   const std::string bind = ipc ? host : "tcp://" + host + ":0";
@@ -43,9 +47,13 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
                     e.what());
   }
   endpoint_ = ipc ? host : "tcp://" + host + ":" + std::to_string(boundPort(socket_));
+  if (const char* path = std::getenv("DTRAIN_TEST_PS_APPLIED_LOG"))
+    applied_log_ = std::fopen((std::string(path) + ".shard" + std::to_string(shard)).c_str(), "a");
 }
 
-ShardServer::~ShardServer() = default;
+ShardServer::~ShardServer() {
+  if (applied_log_) std::fclose(applied_log_);
+}
 
 void ShardServer::serve(double idle_timeout_s) {
   started_ = std::chrono::steady_clock::now();
@@ -55,8 +63,9 @@ void ShardServer::serve(double idle_timeout_s) {
     ps::Message m;
     std::string routing;
     bool got = false;
+    checkLosses();
     try {
-      got = ps::receive(socket_, m, 200, peer, &routing);
+      got = ps::receive(socket_, m, 100, peer, &routing);
     } catch (const CommError& e) {
       // Garbage on the port (a scanner, another program): said, and ignored.
       std::fprintf(stderr, "dtrain: parameter-server shard %d: ignored a message: %s\n", shard_, e.what());
@@ -74,6 +83,31 @@ void ShardServer::serve(double idle_timeout_s) {
     ++requests_;
     handle(m, routing);
   }
+}
+
+void ShardServer::checkLosses() {
+  if (!watch_.lost) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_watch_ < std::chrono::milliseconds(100)) return;
+  last_watch_ = now;
+  for (int w : watch_.lost())
+    if (w >= 0 && w < workers_ && !lost_[static_cast<size_t>(w)]) dropWorker(w);
+}
+
+void ShardServer::dropWorker(int worker) {
+  const auto w = static_cast<size_t>(worker);
+  lost_[w] = true;
+  --live_;
+  waiting_[w] = false;
+  arrived_[w] = false;
+  std::fprintf(stderr, "dtrain: parameter-server shard %d: worker %d lost after its update %lld\n", shard_,
+               worker, static_cast<long long>(clocks_[w]));
+  if (watch_.publish) watch_.publish(worker, done_[w]);
+  // The slowest clock no longer counts it: workers waiting for it go on.
+  if (consistency_ == "sync")
+    applyPending();
+  else
+    answerWaiting();
 }
 
 void ShardServer::refuse(const ps::Header& h, const std::string& routing, const std::string& why) {
@@ -163,6 +197,11 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
     return refuse(h, routing, "a push with " + std::to_string(m.payload.size()) + " frames");
   // The workers push only once the chief's init is answered (they meet at a barrier after it).
   if (!initialized_) return refuse(h, routing, workerName(h.worker) + " pushed before the chief's init");
+  if (lost_[w])
+    return refuse(
+        h, routing,
+        workerName(h.worker) +
+            " was lost and dropped from the run (the others took over its samples); it may not push");
   if (h.update <= clocks_[w]) {
     // Applied already: a retry whose answer was lost gets the parameters
     // again (unless its answer still waits for the slowest worker).
@@ -186,14 +225,28 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
     applyPending();
     return;
   }
-  // Asynchronous: applied at once, with the pushing worker's learning rate
-  // (divided by 1 + its staleness when the job asks).
+  // Asynchronous: applied at once, at the learning rate the schedule gives
+  // the chief's step (the run's step, which checkpoints and resumes count;
+  // the pushing worker's own until the chief's first push), divided by
+  // 1 + the push's staleness when the job asks.
+  if (h.worker == 0) chief_lr_ = h.lr;
+  const double scheduled = chief_lr_ >= 0 ? chief_lr_ : h.lr;
   const int64_t staleness = version_ - h.version;  // updates applied since the worker's parameters
-  const double lr = scale_lr_ ? h.lr / static_cast<double>(1 + std::max<int64_t>(0, staleness)) : h.lr;
+  const double lr =
+      scale_lr_ ? scheduled / static_cast<double>(1 + std::max<int64_t>(0, staleness)) : scheduled;
   optimizer_->update(params_.data(), m.payload[0].data(), 0, static_cast<int64_t>(params_.size()),
                      StepInfo{lr, version_ + 1});
   ++version_;
   clocks_[w] = h.update;
+  // What the push covers, for a handover should this worker be lost.
+  if (h.batch >= 0 && h.slice == h.worker)
+    done_[w].own_upto = std::max(done_[w].own_upto, h.batch);
+  else if (h.batch >= 0 && h.slice >= 0)
+    done_[w].others.emplace(h.batch, h.slice);
+  if (applied_log_) {
+    std::fprintf(applied_log_, "%d %lld %d\n", h.worker, static_cast<long long>(h.batch), h.slice);
+    std::fflush(applied_log_);
+  }
   stats_.record(staleness);
   waiting_[w] = true;
   reply_to_[w] = routing;
@@ -202,8 +255,9 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
 }
 
 int64_t ShardServer::slowestClock() const {
-  int64_t slowest = clocks_[0];
-  for (int64_t c : clocks_) slowest = std::min(slowest, c);
+  int64_t slowest = clocks_[0];  // the chief is never lost
+  for (size_t w = 0; w < clocks_.size(); ++w)
+    if (!lost_[w]) slowest = std::min(slowest, clocks_[w]);
   return slowest;
 }
 
@@ -222,11 +276,13 @@ void ShardServer::answerWaiting() {
 }
 
 void ShardServer::applyPending() {
-  for (bool a : arrived_)
-    if (!a) return;
+  for (size_t w = 0; w < arrived_.size(); ++w)
+    if (!arrived_[w] && !lost_[w]) return;
+  if (!arrived_[0]) return;  // nothing pending (the chief is never lost)
   // In worker order, whatever order they arrived in.
   std::memcpy(summed_.data(), pending_[0].data(), summed_.size() * sizeof(float));
   for (size_t w = 1; w < pending_.size(); ++w) {
+    if (lost_[w]) continue;
     const float* g = pending_[w].data();
     for (size_t i = 0; i < summed_.size(); ++i) summed_[i] += g[i];
   }
@@ -235,6 +291,7 @@ void ShardServer::applyPending() {
   ++version_;
   stats_.record(0);
   for (size_t w = 0; w < pending_.size(); ++w) {
+    if (lost_[w]) continue;
     clocks_[w] = version_;
     replyParams(reply_to_[w], static_cast<int>(w), version_, 0);
     arrived_[w] = false;
@@ -245,6 +302,7 @@ void ShardServer::replyParams(const std::string& routing, int worker, int64_t up
   ps::Header h{ps::Kind::Params, worker, shard_, update, 0.0, generation_, 0};
   h.version = version_;
   h.staleness = staleness;
+  h.live = live_;
   const double served_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   h.rate = served_s > 0 ? static_cast<double>(requests_) / served_s : 0.0;
   ps::send(socket_, h, {{params_.data(), static_cast<int64_t>(params_.size())}}, &routing);

@@ -19,10 +19,17 @@
 // parameters (a retry whose answer was lost), so each is applied exactly
 // once; a message of another rendezvous generation is refused.
 //
+// Lost workers (async, bounded): the rendezvous announces a worker it lost
+// and goes on without (LossWatch::lost); the shard then refuses its pushes,
+// leaves it out of the slowest clock, and publishes what its applied pushes
+// covered (slice_handover.h) for the survivors to take over the rest.
+//
 // Not thread-safe: serve() runs on the shard's main thread.
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,8 +38,16 @@
 #include "core/config/job_config.h"
 #include "core/optim/optimizer.h"
 #include "strategies/parameter_server/ps_wire.h"
+#include "strategies/parameter_server/slice_handover.h"
 
 namespace dtrain {
+
+// How a shard hears of lost workers and tells the survivors about them.
+struct LossWatch {
+  std::function<std::vector<int>()> lost;  // the workers lost so far; polled every ~100 ms
+  // What the lost `worker`'s pushes applied here covered.
+  std::function<void(int worker, const DoneSlices& done)> publish;
+};
 
 class ShardServer {
  public:
@@ -43,6 +58,7 @@ class ShardServer {
 
   // "tcp://host:port", for the workers.
   const std::string& endpoint() const { return endpoint_; }
+  void watchLosses(LossWatch watch) { watch_ = std::move(watch); }
   // Serves until the chief's Stop. Throws CommError when nothing arrives for
   // `idle_timeout_s` (the workers are gone without a word).
   void serve(double idle_timeout_s);
@@ -62,6 +78,9 @@ class ShardServer {
   // Answers the waiting workers the consistency lets go on.
   void answerWaiting();
   int64_t slowestClock() const;
+  // Polls the watch (at most every 100 ms) and drops the workers newly lost.
+  void checkLosses();
+  void dropWorker(int worker);
   void replyParams(const std::string& routing, int worker, int64_t update, int64_t staleness);
   void refuse(const ps::Header& h, const std::string& routing, const std::string& why);
 
@@ -84,6 +103,7 @@ class ShardServer {
   std::vector<bool> arrived_;
   std::vector<std::string> reply_to_;
   double pending_lr_ = 0;
+  double chief_lr_ = -1;  // async, bounded: the learning rate of the chief's latest push
   int64_t requests_ = 0;
   int64_t ignored_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
@@ -91,6 +111,14 @@ class ShardServer {
   std::vector<int64_t> clocks_;        // per worker: its last update applied
   std::vector<bool> waiting_;          // per worker: its answer waits (async, bounded)
   std::vector<int64_t> staleness_of_;  // per worker: its waiting push's staleness
+  std::vector<DoneSlices> done_;       // per worker: the slices its applied pushes covered
+  std::vector<bool> lost_;             // per worker: dropped from the run
+  int live_;                           // workers not lost
+  LossWatch watch_;
+  // Test hook (DTRAIN_TEST_PS_APPLIED_LOG=PATH): each applied push appended
+  // to PATH.shardS as "WORKER BATCH SLICE", so tests can see every sample used once.
+  std::FILE* applied_log_ = nullptr;
+  std::chrono::steady_clock::time_point last_watch_{};
   struct Stats {
     int64_t applied = 0, max_staleness = 0, staleness_sum = 0, max_clock_gap = 0;
     void record(int64_t staleness) {
