@@ -69,6 +69,7 @@ RendezvousStatus RendezvousCoordinator::status() const {
     s.formed = !gathering_;
     s.all_left = group_->allLeft();
     s.failure = group_->abortReason();
+    s.lost = group_->lostRanks();
   }
   if (join_failure_) s.failure = join_failure_;
   return s;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/comm/rendezvous_group.h"
 #include "core/comm/rendezvous_outbox.h"
@@ -28,6 +29,7 @@ struct RendezvousStatus {
   bool all_left = false;    // every rank of that group left cleanly
   // Why that group aborted, or why a later gathering failed.
   std::optional<std::string> failure;
+  std::vector<int> lost;  // ranks of that group lost and survived, in order
 };
 
 class RendezvousCoordinator {

@@ -175,12 +175,12 @@ void RendezvousGroup::tick(RendezvousClock::time_point now, Outbox& out) {
 
 void RendezvousGroup::lose(int rank, const std::string& why, Outbox& out) {
   if (!live() || rank < 0 || rank >= worldSize() || left_[static_cast<size_t>(rank)]) return;
-  if (survivable_[static_cast<size_t>(rank)] && lost_count_ < max_survivable_losses_)
+  if (survivable_[static_cast<size_t>(rank)] && lostCount() < max_survivable_losses_)
     return dropLost(rank, why, out);
   std::string reason = "lost " + describeRank(rank) + ": " + why;
   if (survivable_[static_cast<size_t>(rank)])
-    reason += " (" + std::to_string(lost_count_) +
-              " lost already: fewer workers than the job's min_workers would be left)";
+    reason += " (the run has lost " + std::to_string(lostCount()) +
+              " already, as many as [strategy] min_workers allows)";
   // The lost rank is told too: if it was only cut off for a while, it learns it was dropped.
   abort(reason, -1, out);
 }
@@ -189,7 +189,7 @@ void RendezvousGroup::dropLost(int rank, const std::string& why, Outbox& out) {
   const std::string who = describeRank(rank);
   left_[static_cast<size_t>(rank)] = true;
   ++left_count_;
-  ++lost_count_;
+  lost_.push_back(rank);
   lost_ranks_ += std::to_string(rank) + " " + peers_[static_cast<size_t>(rank)].host + "\n";
   key_values_.set(kLostRanksKey, Bytes(lost_ranks_.begin(), lost_ranks_.end()));
   log("lost " + who + ": " + why + "; the run goes on without it (" +

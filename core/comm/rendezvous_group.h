@@ -55,7 +55,8 @@ class RendezvousGroup {
   // announced when the group survives its loss, else the group aborts.
   void lose(int rank, const std::string& why, Outbox& out);
   // Ranks lost and survived so far.
-  int lostCount() const { return lost_count_; }
+  int lostCount() const { return static_cast<int>(lost_.size()); }
+  const std::vector<int>& lostRanks() const { return lost_; }
 
  private:
   void leave(int rank, const std::string& identity, uint64_t request_id, Outbox& out);
@@ -80,7 +81,7 @@ class RendezvousGroup {
   int left_count_ = 0;
   std::vector<bool> survivable_;
   int max_survivable_losses_ = 0;
-  int lost_count_ = 0;
+  std::vector<int> lost_;   // in the order they were lost
   std::string lost_ranks_;  // kLostRanksKey's value
   std::string end_reason_;
   std::optional<std::string> abort_reason_;

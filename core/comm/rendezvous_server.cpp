@@ -71,6 +71,11 @@ void RendezvousServer::reportLost(int rank, const std::string& why) {
   reported_lost_.emplace_back(rank, why);
 }
 
+std::vector<int> RendezvousServer::lostRanks() const {
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  return status_.lost;
+}
+
 void RendezvousServer::log(const std::string& line) const {
   if (config_.log) config_.log(line);
 }

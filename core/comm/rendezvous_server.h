@@ -51,6 +51,8 @@ class RendezvousServer {
   // The latest group's `rank` is gone (its host saw its process die): the
   // group drops it if it survives the loss, else aborts. Any thread.
   void reportLost(int rank, const std::string& why);
+  // The latest group's ranks lost and survived, in order.
+  std::vector<int> lostRanks() const;
 
  private:
   void serve();

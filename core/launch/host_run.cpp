@@ -179,6 +179,11 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
       [&]() -> std::string {
         if (server) {
           if (auto reason = server->aborted()) return *reason;
+          // A rank the run dropped while it was frozen or cut off cannot act on
+          // being told: ended here, so the host does not wait for it.
+          for (int rank : server->lostRanks())
+            if (rank >= first_rank && rank < first_rank + me.slots)
+              workers.kill(static_cast<size_t>(rank - first_rank));
         }
         return {};
       },

@@ -98,6 +98,10 @@ void WorkerProcesses::start(const std::vector<WorkerLaunch>& workers) {
   }
 }
 
+void WorkerProcesses::kill(size_t index) {
+  if (index < children_.size() && children_[index].running) ::kill(children_[index].pid, SIGKILL);
+}
+
 void WorkerProcesses::stopAll(int sig) {
   for (Child& c : children_)
     if (c.running) ::kill(c.pid, sig);

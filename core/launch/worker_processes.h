@@ -52,6 +52,10 @@ class WorkerProcesses {
   WorkersOutcome wait(const std::function<std::string()>& poll = {},
                       const std::function<void(size_t, const std::string&)>& survived = {});
 
+  // Ends the worker launched `index`-th at once (SIGKILL), as a run that
+  // dropped it needs when it cannot act on being told (frozen).
+  void kill(size_t index);
+
   // The pids, in launch order (tests).
   std::vector<pid_t> pids() const;
 

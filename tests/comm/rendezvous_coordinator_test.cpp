@@ -29,6 +29,11 @@ class Driver {
     coordinator_.tick(now_, out_);
     collect();
   }
+  // `rank`'s host saw its process die.
+  void lose(int rank, const std::string& why) {
+    coordinator_.lose(rank, why, out_);
+    collect();
+  }
   // Everything `peer` received so far (and forgets it).
   std::vector<wire::Message> take(const std::string& peer) { return std::exchange(inbox_[peer], {}); }
   const RendezvousCoordinator& coordinator() const { return coordinator_; }
@@ -141,4 +146,44 @@ TEST_CASE("rendezvous coordinator: a new generation forms after every rank left"
   CHECK(only<wire::Refused>(d.take("a")).reason.find("stale generation 1, the run is at 2") == 0);
   d.send("b", 2, withGeneration(wire::Check{}, 3));
   CHECK(only<wire::Refused>(d.take("b")).reason == "unknown generation 3, the run is at 2");
+}
+
+TEST_CASE("rendezvous coordinator: a survivable rank's loss is announced, not fatal, until one too many") {
+  RendezvousServerConfig config = serverConfig({4});
+  config.heartbeat_timeout = 1000ms;
+  config.survivable = {false, true, true, false};  // ranks 1 and 2 may be lost ...
+  config.max_survivable_losses = 1;                // ... but only one of them
+  Driver d(config);
+  for (int r = 0; r < 4; ++r)
+    d.send(std::string(1, static_cast<char>('a' + r)), 1, wire::Join{joinRequest(0, r)});
+  for (const char* p : {"a", "b", "c", "d"}) d.take(p);
+  auto beat = [&](const std::vector<std::string>& peers) {
+    for (const std::string& p : peers) {
+      d.send(p, 2, withGeneration(wire::Heartbeat{}, 1));
+      d.take(p);
+    }
+  };
+
+  // Rank 2 falls silent: dropped and announced; the others go on.
+  d.advance(600ms);
+  beat({"a", "b", "d"});
+  d.advance(401ms);
+  CHECK(d.take("a").empty());
+  CHECK_FALSE(d.coordinator().status().failure.has_value());
+  CHECK(only<wire::AbortNotice>(d.take("c")).reason.find("this rank was lost") == 0);  // told it was dropped
+  wire::Get get = withGeneration(wire::Get{}, 1);
+  get.key = kLostRanksKey;
+  get.timeout_ms = 100;
+  d.send("a", 3, get);
+  CHECK(textOf(only<wire::Value>(d.take("a")).value) == "2 host0\n");
+  // Its requests are refused from now on.
+  d.send("c", 4, withGeneration(wire::Check{}, 1));
+  CHECK(only<wire::Refused>(d.take("c")).reason == "rank 2 has already left the run");
+
+  // Its host saw rank 1 die too: one loss more than the job allows aborts the run.
+  d.lose(1, "killed by signal 9");
+  REQUIRE(d.coordinator().status().failure.has_value());
+  CHECK(d.coordinator().status().failure->find("lost rank 1 (host host0, pid 1001): killed by signal 9") ==
+        0);
+  CHECK(only<wire::AbortNotice>(d.take("d")).reason == *d.coordinator().status().failure);
 }

@@ -46,6 +46,7 @@ TEST_CASE("the resolved job writes [strategy] and [cluster] with the token hidde
       "consistency = \"sync\"\n"
       "staleness = 2\n"
       "scale_lr_by_staleness = false\n"
+      "min_workers = 1\n"
       "collective = \"ring\"\n"
       "bucket_mb = 25.0\n"
       "backend = \"auto\"\n"

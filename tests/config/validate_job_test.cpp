@@ -182,7 +182,7 @@ TEST_CASE("strategy types: the built ones are listed, a near miss is named") {
         "'central_storage', 'parameter_server' (got \"ring\")");
 }
 
-TEST_CASE("parameter_server: its shard count, [cluster] and clipping are checked") {
+TEST_CASE("parameter_server: its shard count, [cluster], clipping and min_workers are checked") {
   CHECK(validationError("", {"strategy.type=parameter_server", "strategy.ps=0"}) ==
         "--set strategy.ps=0: [strategy] ps must be in [1, 64] (got 0)");
   CHECK(
@@ -197,6 +197,11 @@ TEST_CASE("parameter_server: its shard count, [cluster] and clipping are checked
   CHECK(validationError("", {"strategy.type=parameter_server", "train.grad_clip_norm=1"})
             .find("clipping is not available with a synchronous [strategy] type = \"parameter_server\"") !=
         std::string::npos);
+  CHECK(validationError("",
+                        {"strategy.type=parameter_server", "strategy.workers=3", "strategy.min_workers=4"}) ==
+        "--set strategy.min_workers=4: [strategy] min_workers must be in [1, 3] (got 4)");
+  CHECK(validationError("", {"strategy.type=parameter_server", "strategy.min_workers=0"}) ==
+        "--set strategy.min_workers=0: [strategy] min_workers must be in [1, 2] (got 0)");
 }
 
 TEST_CASE("overrides and defaults are reported where they came from") {

@@ -11,11 +11,6 @@
 
 namespace dtrain::testing {
 
-inline std::string oneThread(std::string job) {
-  job.replace(job.find("threads = 2"), 11, "threads = 1");
-  return job;
-}
-
 // Hosts NetnsCluster::address(0) and (1), 2 slots each; a lost peer is
 // declared after 3 s. The token is read from `token_file`, as a resumed run
 // can read it again (an inline token is not kept in checkpoints).

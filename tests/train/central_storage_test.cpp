@@ -13,11 +13,6 @@ using namespace dtrain::testing;
 
 namespace {
 
-std::string oneThread(std::string job) {
-  job.replace(job.find("threads = 2"), 11, "threads = 1");
-  return job;
-}
-
 std::string strategy(const std::string& type) { return "[strategy]\ntype = \"" + type + "\"\nworkers = 2\n"; }
 
 void train(const TempDir& dir, const std::string& name, const std::string& job, int steps,

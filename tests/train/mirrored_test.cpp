@@ -16,11 +16,6 @@ using namespace dtrain::testing;
 namespace {
 
 // The small job with one compute thread per process.
-std::string oneThread(std::string job) {
-  job.replace(job.find("threads = 2"), 11, "threads = 1");
-  return job;
-}
-
 std::string mirrored(int workers) {
   return "[strategy]\ntype = \"mirrored\"\nworkers = " + std::to_string(workers) + "\n";
 }

@@ -17,11 +17,6 @@ using namespace dtrain::testing;
 
 namespace {
 
-std::string oneThread(std::string job) {
-  job.replace(job.find("threads = 2"), 11, "threads = 1");
-  return job;
-}
-
 std::string parameterServer(int workers, int shards) {
   return "[strategy]\ntype = \"parameter_server\"\nworkers = " + std::to_string(workers) +
          "\nps = " + std::to_string(shards) + "\n";

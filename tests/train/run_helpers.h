@@ -137,6 +137,13 @@ inline std::vector<pid_t> workersOf(pid_t host) {
   return pids;
 }
 
+// `job` (smallJob's, say) with one compute thread per worker, so that
+// several worker processes fit the cores.
+inline std::string oneThread(std::string job) {
+  job.replace(job.find("threads = 2"), 11, "threads = 1");
+  return job;
+}
+
 // A small job on synthetic data: fast, deterministic, with dropout so the
 // counter-based masks are exercised by the resume tests.
 inline std::string smallJob(const std::string& run_dir, const std::string& extra = "") {

@@ -24,11 +24,6 @@ const char* const kFromTfConfig =
     "[strategy]\ntype = \"multi_worker_mirrored\"\n"
     "[cluster]\nfrom = \"tf_config\"\ntoken = \"s3cret\"\n";
 
-std::string oneThread(std::string job) {
-  job.replace(job.find("threads = 2"), 11, "threads = 1");
-  return job;
-}
-
 }  // namespace
 
 TEST_CASE("train from TF_CONFIG: a chief and a worker task train as mirrored's 2 workers do") {
