@@ -244,7 +244,10 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
   else if (h.batch >= 0 && h.slice >= 0)
     done_[w].others.emplace(h.batch, h.slice);
   if (applied_log_) {
-    std::fprintf(applied_log_, "%d %lld %d\n", h.worker, static_cast<long long>(h.batch), h.slice);
+    const double now_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    std::fprintf(applied_log_, "%d %lld %d %.6f\n", h.worker, static_cast<long long>(h.batch), h.slice,
+                 now_s);
     std::fflush(applied_log_);
   }
   stats_.record(staleness);

@@ -116,7 +116,8 @@ class ShardServer {
   int live_;                           // workers not lost
   LossWatch watch_;
   // Test hook (DTRAIN_TEST_PS_APPLIED_LOG=PATH): each applied push appended
-  // to PATH.shardS as "WORKER BATCH SLICE", so tests can see every sample used once.
+  // to PATH.shardS as "WORKER BATCH SLICE SECONDS" (the monotonic clock), so
+  // tests see every sample used once and benchmarks the rate of updates.
   std::FILE* applied_log_ = nullptr;
   std::chrono::steady_clock::time_point last_watch_{};
   struct Stats {

@@ -43,13 +43,14 @@ pid_t startRun(const TempDir& dir, const std::vector<std::string>& extra = {}) {
   });
 }
 
-// How many times each (global batch, slice) was applied.
+// How many times each (global batch, slice) was applied (lines "WORKER BATCH SLICE SECONDS").
 std::map<std::pair<int64_t, int>, int> appliedSlices(const std::string& path) {
   std::map<std::pair<int64_t, int>, int> out;
   std::ifstream in(path);
   int worker = 0, slice = 0;
   int64_t batch = 0;
-  while (in >> worker >> batch >> slice) ++out[{batch, slice}];
+  double seconds = 0;
+  while (in >> worker >> batch >> slice >> seconds) ++out[{batch, slice}];
   return out;
 }
 
