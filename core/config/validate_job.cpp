@@ -415,14 +415,6 @@ void validateJob(const JobConfig& job) {
   checkOptimizer(c, job.optimizer);
   checkSchedule(c, job.schedule, job.optimizer.lr);
   checkStrategy(c, job.strategy, job.cluster);
-  // The global norm needs every shard's gradients, which no one process holds.
-  if (job.strategy.type == "parameter_server" && job.strategy.consistency == "sync" &&
-      job.train.grad_clip_norm > 0)
-    c.failOr(
-        "train.grad_clip_norm", "strategy.consistency",
-        "clipping is not available with a synchronous [strategy] type = \"parameter_server\" in this build "
-        "(each shard holds only part of the summed gradient); set it to 0, use consistency = \"async\" or "
-        "\"bounded\" (each push clipped), or use 'mirrored'");
   checkCluster(c, job.cluster);
 }
 

@@ -2,13 +2,28 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 #include "core/comm/lost_ranks.h"
 #include "core/comm/store.h"
+#include "core/util/seconds.h"
 #include "strategies/parameter_server/shard_server.h"
 
 namespace dtrain {
 
 std::string shardEndpointKey(int shard) { return "parameter_server/shard/" + std::to_string(shard); }
+
+namespace {
+
+// Update `update`'s part of the sum of squares from shard `shard`. One key per
+// update and shard: a few bytes each on the coordinator for the run's length.
+std::string normKey(int64_t update, int shard) {
+  return "parameter_server/norm/" + std::to_string(update) + "/" + std::to_string(shard);
+}
+
+}  // namespace
 
 std::string doneSlicesKey(int worker, int shard) {
   return "parameter_server/done/" + std::to_string(worker) + "/" + std::to_string(shard);
@@ -40,6 +55,25 @@ std::string runShardProcess(const JobConfig& job, WorkerSession& session, const 
     store.set(doneSlicesKey(worker, shard), Bytes(text.begin(), text.end()));
   };
   server.watchLosses(std::move(watch));
+  // Synchronous clipping over several shards: each publishes its part of the
+  // summed gradient's sum of squares for the update and reads the others'
+  // (in shard order, so every shard adds the same total).
+  const int shards = job.strategy.ps;
+  if (shards > 1 && job.strategy.consistency == "sync" && job.train.grad_clip_norm > 0) {
+    const auto timeout = secondsToMillis(job.cluster.collective_timeout_s);
+    server.exchangeNorms([&store, shard, shards, timeout](int64_t update, double mine) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.17g", mine);
+      store.set(normKey(update, shard), Bytes(text, text + std::strlen(text)));
+      double total = 0;
+      for (int s = 0; s < shards; ++s) {
+        const Bytes b =
+            s == shard ? Bytes(text, text + std::strlen(text)) : store.get(normKey(update, s), timeout);
+        total += std::strtod(std::string(b.begin(), b.end()).c_str(), nullptr);
+      }
+      return total;
+    });
+  }
   // Workers that stop talking for longer than a collective may take are gone;
   // a lost one is normally reported sooner by the rendezvous's heartbeats.
   server.serve(job.cluster.collective_timeout_s + job.cluster.heartbeat_timeout_s);

@@ -8,6 +8,7 @@
 
 #include "core/comm/rendezvous_socket.h"
 #include "core/errors.h"
+#include "core/optim/grad_clip.h"
 
 namespace dtrain {
 
@@ -288,6 +289,15 @@ void ShardServer::applyPending() {
     if (lost_[w]) continue;
     const float* g = pending_[w].data();
     for (size_t i = 0; i < summed_.size(); ++i) summed_[i] += g[i];
+  }
+  // Clipped by the global norm of the summed gradient, as one process clips
+  // its gradient: every shard adds its part of the sum of squares.
+  const double clip_norm = job_.train.grad_clip_norm;
+  if (clip_norm > 0) {
+    const auto n = static_cast<int64_t>(summed_.size());
+    double sum_of_squares = dtrain::sumOfSquares(summed_.data(), 0, n);
+    if (exchange_norms_) sum_of_squares = exchange_norms_(version_ + 1, sum_of_squares);
+    dtrain::scale(summed_.data(), 0, n, clipScale(sum_of_squares, clip_norm));
   }
   optimizer_->update(params_.data(), summed_.data(), 0, static_cast<int64_t>(params_.size()),
                      StepInfo{pending_lr_, version_ + 1});

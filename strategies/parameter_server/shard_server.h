@@ -59,6 +59,11 @@ class ShardServer {
   // "tcp://host:port", for the workers.
   const std::string& endpoint() const { return endpoint_; }
   void watchLosses(LossWatch watch) { watch_ = std::move(watch); }
+  // Synchronous clipping ([train] grad_clip_norm): the global norm of update
+  // `update`'s summed gradient is the sum of every shard's part; this adds
+  // the other shards' parts to this one's (unset: this shard is the only one).
+  using NormExchange = std::function<double(int64_t update, double sum_of_squares)>;
+  void exchangeNorms(NormExchange exchange) { exchange_norms_ = std::move(exchange); }
   // Serves until the chief's Stop. Throws CommError when nothing arrives for
   // `idle_timeout_s` (the workers are gone without a word).
   void serve(double idle_timeout_s);
@@ -115,6 +120,7 @@ class ShardServer {
   std::vector<bool> lost_;             // per worker: dropped from the run
   int live_;                           // workers not lost
   LossWatch watch_;
+  NormExchange exchange_norms_;
   // Test hook (DTRAIN_TEST_PS_APPLIED_LOG=PATH): each applied push appended
   // to PATH.shardS as "WORKER BATCH SLICE SECONDS" (the monotonic clock), so
   // tests see every sample used once and benchmarks the rate of updates.

@@ -53,6 +53,30 @@ TEST_CASE("parameter_server: 2 workers and 1 or 2 shards train as mirrored and o
   }
 }
 
+TEST_CASE("parameter_server: synchronous clipping of the summed gradient over 1 or 2 shards is mirrored's") {
+  TempDir dir("ps_sync_clip");
+  auto trainClipped = [&](const std::string& name, const std::string& strategy) {
+    writeFile(dir / (name + ".toml"), oneThread(smallJob(dir / name, strategy)));
+    const RunResult r = runDtrain({"train", dir / (name + ".toml"), "-q", "--set", "train.steps=20", "--set",
+                                   "train.grad_clip_norm=0.05"});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  };
+  trainClipped("mirrored", "[strategy]\ntype = \"mirrored\"\nworkers = 2\n");
+  train(dir, "unclipped", oneThread(smallJob(dir / "unclipped", parameterServer(2, 2))), 20);
+  for (int shards : {1, 2}) {
+    CAPTURE(shards);
+    const std::string name = "ps" + std::to_string(shards);
+    trainClipped(name, parameterServer(2, shards));
+    for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+      CAPTURE(file);
+      CHECK(checkpointDifference(latest(dir, name), latest(dir, "mirrored"), file) <= 1e-5);
+    }
+  }
+  // The bound is tight enough to change the training.
+  CHECK(checkpointDifference(latest(dir, "ps2"), latest(dir, "unclipped"), "model.safetensors") > 1e-3);
+}
+
 TEST_CASE("parameter_server: the placement is printed at the start, by size over the shards") {
   TempDir dir("ps_placement");
   writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", parameterServer(2, 2))));
