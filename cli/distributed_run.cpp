@@ -58,7 +58,10 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
   WorkerSession session(job, assignment, hooks.before_abort_exit);
   if (session.shard() >= 0) {  // a parameter-server shard: serves the workers, trains nothing
     try {
-      const std::string summary = runShardProcess(job, session, assignment.address);
+      // Workers on other hosts reach it over TCP at this host's address; on
+      // one host through a Unix socket.
+      const bool one_host = !job.cluster.present || assignment.all_ranks_on_this_host;
+      const std::string summary = runShardProcess(job, session, one_host ? "" : assignment.address);
       if (!options.quiet) std::printf("%s\n", summary.c_str());
       session.leave();
       return kExitOk;
@@ -96,19 +99,17 @@ std::optional<LaunchEnv> launchFromTfConfig(const JobConfig& job, JobConfig& pla
       jobTfConfig(job, [](const char* name) -> const char* { return std::getenv(name); });
   if (!tf) return std::nullopt;
   const TfClusterPlan plan = tfClusterPlan(*tf, job);
-  if (plan.strategy_type == "parameter_server")
-    throw ConfigError(
-        "TF_CONFIG lists ps tasks (a parameter-server job): dtrain does not start one from "
-        "TF_CONFIG yet; run it on one host with [strategy] type = \"parameter_server\" and "
-        "ps = " +
-        std::to_string(plan.ps_shards.size()));
   if (!plan.self)
     throw ConfigError("TF_CONFIG: this process is task " + tf->keyOf(tf->task_type) + " " +
                       std::to_string(tf->task_index) +
-                      ", which trains nothing: dtrain starts only chief and "
-                      "worker tasks");
+                      ", which trains nothing: dtrain starts only chief, worker and "
+                      "ps tasks (its chief evaluates; `dtrain eval` evaluates a checkpoint)");
   planned = job;
   planned.strategy.type = plan.strategy_type;
+  // A parameter-server job: the chief and workers train, the ps tasks are the shards.
+  const int shards = static_cast<int>(plan.ps_shards.size());
+  planned.strategy.workers = plan.self->world_size - shards;
+  if (shards > 0) planned.strategy.ps = shards;
   planned.cluster = plan.cluster;
   return plan.self;
 }

@@ -67,7 +67,6 @@ std::string tfConfigReport(const TfConfig& tf, const JobConfig& job) {
     out += line + "\n";
   }
   out += planLine(tfClusterPlan(tf, job), job);
-  if (!tf.ps.empty()) out += "# TF_CONFIG: train does not start a parameter-server job's tasks from it yet\n";
   return out;
 }
 

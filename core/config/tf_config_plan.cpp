@@ -54,23 +54,29 @@ TfClusterPlan tfClusterPlan(const TfConfig& tf, const JobConfig& job) {
   plan.cluster.hosts.clear();
 
   const std::vector<TfTaskRole> roles = tfTaskRoles(tf);
+  const int trainers = tfTrainerCount(tf);
   std::optional<LaunchEnv> self;
-  for (const TfTaskRole& role : roles) {
-    if (role.rank < 0) continue;  // roles list trainers in rank order
+  // The trainers in rank order, then a parameter-server job's ps tasks as its
+  // last ranks, the shards (as a dtrain parameter-server run has them).
+  auto place = [&](const TfTaskRole& role, int rank) {
     if (role.coordinator()) plan.cluster.coordinator = joinHostPort(role.address.host, role.address.port);
     const size_t node = hostIndex(plan.cluster.hosts, role.address.host);
     ClusterHost& host = plan.cluster.hosts[node];
     if (role.self) {
       self = LaunchEnv{};
-      self->rank = role.rank;
+      self->rank = rank;
       self->node = static_cast<int>(node);
-      self->local_rank = host.slots;  // the trainers counted on its host so far
+      self->local_rank = host.slots;  // the ranks counted on its host so far
     }
     ++host.slots;
-  }
+  };
+  for (const TfTaskRole& role : roles)
+    if (role.rank >= 0) place(role, role.rank);  // roles list trainers in rank order
+  for (const TfTaskRole& role : roles)
+    if (role.shard >= 0) place(role, trainers + role.shard);
   if (self) {
     self->source = "TF_CONFIG";
-    self->world_size = tfTrainerCount(tf);
+    self->world_size = trainers + static_cast<int>(tf.ps.size());
     self->local_world_size = plan.cluster.hosts[self->node].slots;
     self->coordinator = plan.cluster.coordinator;
     self->launch_id = launchIdOf(tf);

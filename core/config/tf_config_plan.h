@@ -21,9 +21,10 @@ struct TfClusterPlan {
   // The job's [cluster] with what TF_CONFIG says in place of its own
   // coordinator and hosts: coordinator = the coordinator task's address (the
   // chief's, else worker 0's: it serves the rendezvous on the port TensorFlow
-  // gave that task); hosts = the distinct hosts of the tasks that train, in
-  // rank order, each with slots = how many of those tasks it runs. token,
-  // token_file and the timeouts stay the job's: TF_CONFIG has none.
+  // gave that task); hosts = the distinct hosts of the tasks that train (and
+  // of the ps tasks), in rank order, each with slots = how many of those
+  // tasks it runs. token, token_file and the timeouts stay the job's:
+  // TF_CONFIG has none.
   ClusterSection cluster;
   std::vector<HostPort> ps_shards;  // parameter-server shard i's address
   std::vector<HostPort> evaluator;  // none, or the one evaluator's address
@@ -32,7 +33,8 @@ struct TfClusterPlan {
   // trainer's rank is its TensorFlow id whatever host order the lists have.
   // source "TF_CONFIG"; node and local ranks count over cluster.hosts;
   // coordinator as above; launch_id a digest of the cluster, the same in
-  // every task of one job. nullopt for a ps or evaluator task.
+  // every task of one job. A parameter-server job's ps tasks are its last
+  // ranks, after the trainers (the shards). nullopt for an evaluator task.
   std::optional<LaunchEnv> self;
 };
 

@@ -282,11 +282,14 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
   if (s.type == "parameter_server" && s.consistency != "sync" && s.sync_batchnorm)
     c.failOr("strategy.sync_batchnorm", "strategy.consistency",
              "needs workers that step together; use consistency = \"sync\" or set sync_batchnorm = false");
-  // Built so far: one host, shards beside the workers.
-  if (s.type == "parameter_server" && cluster.present)
-    c.failOr("strategy.type", "cluster",
-             "'parameter_server' runs on one host in this build (its shards beside the workers); remove "
-             "[cluster], or use 'multi_worker_mirrored' across hosts");
+  // Built so far: one host started by one dtrain, shards beside the workers;
+  // or one process per task, started by whoever set TF_CONFIG (or a launcher).
+  if (s.type == "parameter_server" && cluster.present && !cluster.hosts.empty())
+    c.failOr(
+        "strategy.type", "cluster",
+        "'parameter_server' with [[cluster.hosts]] is not built yet (its shards beside the workers on one "
+        "host, or one process per task from TF_CONFIG); remove the hosts, or use "
+        "'multi_worker_mirrored' across hosts");
   c.oneOf("strategy.collective", s.collective,
           {"auto", "shared_memory", "ring", "halving_doubling", "bcube"});
   c.oneOf("strategy.backend", s.backend, {"auto", "nccl", "gloo"});

@@ -64,6 +64,11 @@ struct Plan {
   std::string bind;         // node 0's coordinator bind
   std::string coordinator;  // what workers connect to (port filled in later for port 0)
   std::string token;
+  int ranks() const {
+    int n = 0;
+    for (const NodeLayout& l : nodes) n += l.slots;
+    return n;
+  }
 };
 
 Plan planRun(const JobConfig& job, int node_option) {
@@ -93,14 +98,19 @@ Plan planRun(const JobConfig& job, int node_option) {
   return p;
 }
 
-// A parameter server's workers other than the chief, when their updates need
-// no lockstep: the run survives their loss (strategies/parameter_server).
-bool survivableRank(const JobConfig& job, int rank) {
+}  // namespace
+
+bool survivableRank(const JobConfig& job, int ranks, int rank) {
   const StrategySection& s = job.strategy;
-  return s.type == "parameter_server" && s.consistency != "sync" && rank >= 1 && rank < s.workers;
+  // The last `ps` ranks are the shards.
+  return s.type == "parameter_server" && s.consistency != "sync" && rank >= 1 && rank < ranks - s.ps;
 }
 
-}  // namespace
+void allowSurvivableLosses(const JobConfig& job, int ranks, RendezvousServerConfig& config) {
+  config.survivable.clear();
+  for (int r = 0; r < ranks; ++r) config.survivable.push_back(survivableRank(job, ranks, r));
+  config.max_survivable_losses = std::max(0, ranks - job.strategy.ps - job.strategy.min_workers);
+}
 
 std::string runJobId(const JobConfig& job) {
   // Only rank 0 writes to the run directory, and other hosts may name it by
@@ -125,10 +135,7 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     sc.nodes = plan.nodes;
     sc.join_timeout = secondsToMillis(job.cluster.join_timeout_s);
     sc.heartbeat_timeout = secondsToMillis(job.cluster.heartbeat_timeout_s);
-    int ranks = 0;
-    for (const NodeLayout& n : plan.nodes) ranks += n.slots;
-    for (int r = 0; r < ranks; ++r) sc.survivable.push_back(survivableRank(job, r));
-    sc.max_survivable_losses = std::max(0, job.strategy.workers - job.strategy.min_workers);
+    allowSurvivableLosses(job, plan.ranks(), sc);
     std::FILE* log = options.log;
     sc.log = [log](const std::string& line) {
       std::fprintf(log, "dtrain: coordinator: %s\n", line.c_str());
@@ -148,10 +155,10 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     w.label = "rank " + std::to_string(rank) + " (node " + std::to_string(plan.node) + ", slot " +
               std::to_string(slot) + ")";
     // A parameter server's shards are its last ranks: a lost one is named as what it is.
-    if (job.strategy.type == "parameter_server" && rank >= job.strategy.workers)
-      w.label =
-          "parameter-server shard " + std::to_string(rank - job.strategy.workers) + " (" + w.label + ")";
-    w.survivable = survivableRank(job, rank);
+    const int workers = plan.ranks() - job.strategy.ps;
+    if (job.strategy.type == "parameter_server" && rank >= workers)
+      w.label = "parameter-server shard " + std::to_string(rank - workers) + " (" + w.label + ")";
+    w.survivable = survivableRank(job, plan.ranks(), rank);
     w.argv.push_back(options.program);
     w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
     WorkerAssignment a;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/rendezvous_types.h"
 #include "core/config/job_config.h"
 
 namespace dtrain {
@@ -23,6 +24,13 @@ struct HostRunOptions {
 // (0, the failed worker's code, or 128 + signal when stopped by one). Throws
 // ConfigError/CommError when the run cannot start (port taken, host unknown).
 int runHost(const JobConfig& job, const HostRunOptions& options);
+
+// Whether a run of `ranks` ranks goes on without `rank` when it is lost: a
+// parameter server's workers other than the chief, when their updates need
+// no lockstep (strategies/parameter_server), while [strategy] min_workers remain.
+bool survivableRank(const JobConfig& job, int ranks, int rank);
+// Says so in the coordinator's configuration, for a run of `ranks` ranks.
+void allowSurvivableLosses(const JobConfig& job, int ranks, RendezvousServerConfig& config);
 
 // The id every worker of a run presents: the job name and a digest of its
 // resolved job file (all but the run directory, which only rank 0 uses), so

@@ -27,6 +27,8 @@ std::string processes(const LaunchEnv& env) {
 
 // The processes the job itself asks for, and in which words.
 std::pair<int, std::string> jobProcesses(const JobConfig& job) {
+  if (!job.cluster.present && job.strategy.type == "parameter_server")
+    return {job.strategy.workers + job.strategy.ps, "[strategy] workers + ps"};
   if (!job.cluster.present) return {job.strategy.workers, "[strategy] workers"};
   int slots = 0;
   for (const ClusterHost& h : job.cluster.hosts) slots += h.slots;
@@ -74,10 +76,6 @@ LauncherRun planLauncherRun(const JobConfig& job, const LaunchEnv& env) {
   if (job.strategy.type == "one_device")
     throw ConfigError(processes(env) + " but the job's [strategy] type is 'one_device' (one process): set " +
                       "type = \"mirrored\" or \"multi_worker_mirrored\", or start a single process");
-  if (job.strategy.type == "parameter_server")
-    throw ConfigError(processes(env) +
-                      " but the job's [strategy] type is 'parameter_server', which starts its own " +
-                      "shards beside its workers in this build: run `dtrain train` once on the host instead");
   LauncherRun run;
   run.env = env;
   HostPort hp = coordinatorOf(job, env);
@@ -141,6 +139,7 @@ LauncherCoordinator::LauncherCoordinator(const JobConfig& job, const LauncherRun
     sc.nodes.push_back(NodeLayout{run.env.source + " rank " + std::to_string(r), 1});
   sc.join_timeout = secondsToMillis(job.cluster.join_timeout_s);
   sc.heartbeat_timeout = secondsToMillis(job.cluster.heartbeat_timeout_s);
+  allowSurvivableLosses(job, run.env.world_size, sc);
   sc.log = say;
   server_ = std::make_unique<RendezvousServer>(sc);
   server_->start();

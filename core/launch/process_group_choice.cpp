@@ -1,7 +1,7 @@
 #include "core/launch/process_group_choice.h"
 
-#include "core/comm/device_groups.h"
 #include "core/backend/device_query.h"
+#include "core/comm/device_groups.h"
 #include "core/comm/gloo_process_group.h"
 #include "core/comm/shm_process_group.h"
 #include "core/errors.h"

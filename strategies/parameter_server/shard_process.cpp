@@ -34,9 +34,9 @@ std::string runShardProcess(const JobConfig& job, WorkerSession& session, const 
   // On one host the workers reach the shard through a Unix socket, which
   // costs less per message than TCP over loopback; in Linux's abstract
   // namespace (the @), so no file is left behind, even by a killed shard.
-  const std::string where = job.cluster.present ? host
-                                                : "ipc://@dtrain-ps-" + std::to_string(::getpid()) +
-                                                      "-shard-" + std::to_string(session.shard());
+  const std::string where = !host.empty() ? host
+                                          : "ipc://@dtrain-ps-" + std::to_string(::getpid()) + "-shard-" +
+                                                std::to_string(session.shard());
   ShardServer server(job, session.shard(), workers, session.generation(), where);
   const std::string& endpoint = server.endpoint();
   Store& store = session.store();

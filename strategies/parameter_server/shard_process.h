@@ -16,7 +16,8 @@ std::string shardEndpointKey(int shard);
 // `worker`'s applied pushes covered (DoneSlices::text).
 std::string doneSlicesKey(int worker, int shard);
 
-// Serves as shard session.shard(), listening on `host`; returns, once the
+// Serves as shard session.shard(), listening on `host` (over TCP), or, when
+// `host` is empty, on an abstract Unix socket (every worker on this host); returns, once the
 // chief has stopped it, one line of what it did (ShardServer::summary).
 // Throws CommError when the workers fall silent.
 std::string runShardProcess(const JobConfig& job, WorkerSession& session, const std::string& host);

@@ -103,25 +103,32 @@ TEST_CASE("TF_CONFIG as a job: a TensorFlow parameter-server job is a dtrain par
   TfClusterPlan plan = dtrain::tfClusterPlan(parseTfConfig(kPsJob), job);
   CHECK(plan.strategy_type == "parameter_server");
   CHECK(plan.cluster.coordinator == "c:2222");
-  // The chief's host, then h1 running both workers.
-  CHECK(hostLines(plan.cluster.hosts) == Strings{"c:1", "h1:2"});
+  // The chief's host, h1 running both workers, then the ps tasks' hosts.
+  CHECK(hostLines(plan.cluster.hosts) == Strings{"c:1", "h1:2", "p0:1", "p1:1"});
   REQUIRE(plan.ps_shards.size() == 2);
   CHECK(plan.ps_shards[1].host == "p1");
   CHECK(plan.evaluator.size() == 1);
   REQUIRE(plan.self.has_value());
   CHECK(plan.self->rank == 2);
-  CHECK(plan.self->world_size == 3);
+  CHECK(plan.self->world_size == 5);  // 3 trainers, then the 2 shards
   CHECK(plan.self->node == 1);
   CHECK(plan.self->local_rank == 1);  // h1's second trainer
   CHECK(plan.self->local_world_size == 2);
   CHECK(plan.self->launch_id.rfind("tf-", 0) == 0);
 
-  // Every task of one job gets one launch id; a ps task is no trainer.
+  // Every task of one job gets one launch id; a ps task is a shard, after the trainers.
   TfConfig ps_task = parseTfConfig(kPsJob);
   ps_task.task_type = TfTaskType::Ps;
-  ps_task.task_index = 0;
+  ps_task.task_index = 1;
   TfClusterPlan ps_plan = dtrain::tfClusterPlan(ps_task, job);
-  CHECK_FALSE(ps_plan.self.has_value());
+  REQUIRE(ps_plan.self.has_value());
+  CHECK(ps_plan.self->rank == 4);
+  CHECK(ps_plan.self->node == 3);
+  CHECK(ps_plan.self->launch_id == plan.self->launch_id);
+  TfConfig evaluator_task = parseTfConfig(kPsJob);
+  evaluator_task.task_type = TfTaskType::Evaluator;
+  evaluator_task.task_index = 0;
+  CHECK_FALSE(dtrain::tfClusterPlan(evaluator_task, job).self.has_value());
   TfConfig chief_task = parseTfConfig(kPsJob);
   chief_task.task_type = TfTaskType::Chief;
   chief_task.task_index = 0;
