@@ -169,7 +169,10 @@ struct StrategySection {
 struct ClusterHost {
   std::string address;  // how the other hosts reach it (IP or name, no port); also where its workers listen
   int slots = 1;        // worker processes on it (one per GPU, or CPU slots)
-  SourcePos pos;        // the entry's table; its keys are in JobConfig::positions as "cluster.hosts[i].slots"
+  // parameter_server: shard processes on it besides its workers; -1 (not
+  // given on any host): [strategy] ps shards on node 0.
+  int ps = -1;
+  SourcePos pos;  // the entry's table; its keys are in JobConfig::positions as "cluster.hosts[i].slots"
 };
 
 // [cluster]: who takes part and how they meet. Absent = a single-host run.

@@ -81,6 +81,7 @@ void writeHosts(std::string& out, const std::vector<ClusterHost>& hosts) {
     out += "\n[[cluster.hosts]]\n";
     out += "address = " + quoteString(host.address) + "\n";
     out += "slots = " + std::to_string(host.slots) + "\n";
+    if (host.ps >= 0) out += "ps = " + std::to_string(host.ps) + "\n";
   }
 }
 
@@ -88,6 +89,7 @@ toml::table hostTable(const ClusterHost& host) {
   toml::table t;
   t.insert("address", host.address);
   t.insert("slots", static_cast<int64_t>(host.slots));
+  if (host.ps >= 0) t.insert("ps", static_cast<int64_t>(host.ps));
   return t;
 }
 

@@ -34,21 +34,21 @@ ClusterHost readHost(JobConfig& job, const toml::table& table, size_t index, con
                "[cluster] " + entry + ".address must be a string (got " + describeNode(value) + ")");
       host.address = value.as_string()->get();
       has_address = true;
-    } else if (e.key == "slots") {
-      auto* slots = value.as_integer();
-      if (!slots)
+    } else if (e.key == "slots" || e.key == "ps") {
+      auto* number = value.as_integer();
+      if (!number)
         failAt(where.at(value),
-               "[cluster] " + entry + ".slots must be an integer (got " + describeNode(value) + ")");
-      int64_t v = slots->get();
+               "[cluster] " + entry + "." + e.key + " must be an integer (got " + describeNode(value) + ")");
+      int64_t v = number->get();
       if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-        failAt(where.at(value), "[cluster] " + entry + ".slots must be an integer between " +
+        failAt(where.at(value), "[cluster] " + entry + "." + e.key + " must be an integer between " +
                                     std::to_string(std::numeric_limits<int>::min()) + " and " +
                                     std::to_string(std::numeric_limits<int>::max()) + " (got " +
                                     describeNode(value) + ")");
-      host.slots = static_cast<int>(v);
+      (e.key == "slots" ? host.slots : host.ps) = static_cast<int>(v);
     } else {
       std::string msg = "[cluster] " + entry + " unknown key '" + e.key + "'";
-      std::string hint = closestMatch(e.key, {"address", "slots"});
+      std::string hint = closestMatch(e.key, {"address", "slots", "ps"});
       if (!hint.empty()) msg += " (did you mean '" + hint + "'?)";
       failAt(where.at(e.key_pos), msg);
     }

@@ -277,19 +277,37 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
   c.intRange("strategy.ps", s.ps, 1, 64);
   c.oneOf("strategy.consistency", s.consistency, {"sync", "async", "bounded"});
   c.intRange("strategy.staleness", s.staleness, 0, 1000000);
-  c.intRange("strategy.min_workers", s.min_workers, 1, std::max(1, s.workers));
+  // Across hosts the workers are the hosts' slots.
+  int workers = s.workers;
+  if (cluster.present && !cluster.hosts.empty()) {
+    workers = 0;
+    for (const ClusterHost& h : cluster.hosts) workers += std::max(0, h.slots);
+  }
+  c.intRange("strategy.min_workers", s.min_workers, 1, std::max(1, workers));
   // Workers at their own pace cannot meet mid-pass to sum batch statistics.
   if (s.type == "parameter_server" && s.consistency != "sync" && s.sync_batchnorm)
     c.failOr("strategy.sync_batchnorm", "strategy.consistency",
              "needs workers that step together; use consistency = \"sync\" or set sync_batchnorm = false");
-  // Built so far: one host started by one dtrain, shards beside the workers;
-  // or one process per task, started by whoever set TF_CONFIG (or a launcher).
-  if (s.type == "parameter_server" && cluster.present && !cluster.hosts.empty())
-    c.failOr(
-        "strategy.type", "cluster",
-        "'parameter_server' with [[cluster.hosts]] is not built yet (its shards beside the workers on one "
-        "host, or one process per task from TF_CONFIG); remove the hosts, or use "
-        "'multi_worker_mirrored' across hosts");
+  // [[cluster.hosts]] ps: where a parameter server's shards run.
+  int placed = 0;
+  bool any_placed = false;
+  for (size_t h = 0; h < cluster.hosts.size(); ++h) {
+    const int ps = cluster.hosts[h].ps;
+    if (ps < 0 && c.given("cluster.hosts[" + std::to_string(h) + "].ps"))
+      c.failHost(h, "ps", "must be >= 0" + Checker::got(static_cast<int64_t>(ps)));
+    if (ps < 0) continue;
+    any_placed = true;
+    placed += ps;
+    if (s.type != "parameter_server")
+      c.failHost(h, "ps",
+                 "places parameter-server shards, but [strategy] type is '" + s.type +
+                     "'; remove it or use type = \"parameter_server\"");
+    if (ps > 64) c.failHost(h, "ps", "must be <= 64" + Checker::got(static_cast<int64_t>(ps)));
+  }
+  if (s.type == "parameter_server" && any_placed && placed != s.ps)
+    c.failOr("strategy.ps", "cluster.hosts",
+             "is " + std::to_string(s.ps) + " but the [[cluster.hosts]] ps entries add up to " +
+                 std::to_string(placed) + "; make them agree (hosts without ps run no shard)");
   c.oneOf("strategy.collective", s.collective,
           {"auto", "shared_memory", "ring", "halving_doubling", "bcube"});
   c.oneOf("strategy.backend", s.backend, {"auto", "nccl", "gloo"});

@@ -64,6 +64,10 @@ struct Plan {
   std::string bind;         // node 0's coordinator bind
   std::string coordinator;  // what workers connect to (port filled in later for port 0)
   std::string token;
+  // Parameter server across hosts: a host's shards join as a node of their
+  // own, listed after every host's workers, so the shards are the last ranks
+  // (as on one host). By host: that node's index, or -1.
+  std::vector<int> shard_node;
   int ranks() const {
     int n = 0;
     for (const NodeLayout& l : nodes) n += l.slots;
@@ -95,6 +99,17 @@ Plan planRun(const JobConfig& job, int node_option) {
   p.bind = "tcp://*:" + std::to_string(hp->port);
   p.coordinator = "tcp://" + joinHostPort(hp->host, hp->port);
   p.token = readClusterToken(job.cluster);
+  if (job.strategy.type == "parameter_server") {
+    bool placed = false;
+    for (const ClusterHost& h : job.cluster.hosts) placed = placed || h.ps >= 0;
+    for (size_t i = 0; i < job.cluster.hosts.size(); ++i) {
+      const ClusterHost& h = job.cluster.hosts[i];
+      // Without ps on any host, node 0 runs them all.
+      const int shards = placed ? std::max(0, h.ps) : (i == 0 ? job.strategy.ps : 0);
+      p.shard_node.push_back(shards > 0 ? static_cast<int>(p.nodes.size()) : -1);
+      if (shards > 0) p.nodes.push_back(NodeLayout{h.address, shards});
+    }
+  }
   return p;
 }
 
@@ -146,32 +161,44 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     if (!job.cluster.present) plan.coordinator = "tcp://127.0.0.1:" + std::to_string(server->port());
   }
   const NodeLayout& me = plan.nodes[static_cast<size_t>(plan.node)];
-  int first_rank = 0;
-  for (int n = 0; n < plan.node; ++n) first_rank += plan.nodes[static_cast<size_t>(n)].slots;
+  const int worker_ranks = plan.ranks() - (job.strategy.type == "parameter_server" ? job.strategy.ps : 0);
   std::vector<WorkerLaunch> launches;
-  for (int slot = 0; slot < me.slots; ++slot) {
-    WorkerLaunch w;
-    const int rank = first_rank + slot;
-    w.label = "rank " + std::to_string(rank) + " (node " + std::to_string(plan.node) + ", slot " +
-              std::to_string(slot) + ")";
-    // A parameter server's shards are its last ranks: a lost one is named as what it is.
-    const int workers = plan.ranks() - job.strategy.ps;
-    if (job.strategy.type == "parameter_server" && rank >= workers)
-      w.label = "parameter-server shard " + std::to_string(rank - workers) + " (" + w.label + ")";
-    w.survivable = survivableRank(job, plan.ranks(), rank);
-    w.argv.push_back(options.program);
-    w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
-    WorkerAssignment a;
-    a.coordinator = plan.coordinator;
-    a.token = plan.token;
-    a.job_id = job_id;
-    a.node = plan.node;
-    a.slot = slot;
-    a.local_workers = me.slots;
-    a.address = me.address;
-    w.env = workerEnvironment(a);
-    launches.push_back(std::move(w));
-  }
+  std::vector<int> launch_rank;  // by launch
+  // This host's workers (node plan.node), then its shards (a node of their own across hosts).
+  auto launch = [&](int node, int local_processes) {
+    int first_rank = 0;
+    for (int n = 0; n < node; ++n) first_rank += plan.nodes[static_cast<size_t>(n)].slots;
+    for (int slot = 0; slot < plan.nodes[static_cast<size_t>(node)].slots; ++slot) {
+      WorkerLaunch w;
+      const int rank = first_rank + slot;
+      w.label = "rank " + std::to_string(rank) + " (node " + std::to_string(plan.node) + ", slot " +
+                std::to_string(node == plan.node ? slot : me.slots + slot) + ")";
+      // A parameter server's shards are its last ranks: a lost one is named as what it is.
+      if (rank >= worker_ranks)
+        w.label = "parameter-server shard " + std::to_string(rank - worker_ranks) + " (" + w.label + ")";
+      w.survivable = survivableRank(job, plan.ranks(), rank);
+      w.argv.push_back(options.program);
+      w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
+      WorkerAssignment a;
+      a.coordinator = plan.coordinator;
+      a.token = plan.token;
+      a.job_id = job_id;
+      a.node = node;
+      a.slot = slot;
+      a.local_workers = local_processes;
+      a.address = me.address;
+      w.env = workerEnvironment(a);
+      launches.push_back(std::move(w));
+      launch_rank.push_back(rank);
+    }
+  };
+  const int shard_node = plan.node < static_cast<int>(plan.shard_node.size())
+                             ? plan.shard_node[static_cast<size_t>(plan.node)]
+                             : -1;
+  const int local_processes =
+      me.slots + (shard_node >= 0 ? plan.nodes[static_cast<size_t>(shard_node)].slots : 0);
+  launch(plan.node, local_processes);
+  if (shard_node >= 0) launch(shard_node, local_processes);
   // After a failure the others cannot finish a step anyway: a short grace.
   WorkerProcesses workers(std::chrono::seconds(3));
   workers.start(launches);
@@ -180,7 +207,7 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
   auto survived = [&](size_t index, const std::string& what) {
     std::fprintf(options.log, "dtrain: node %d: %s; the run goes on without it\n", plan.node, what.c_str());
     std::fflush(options.log);
-    if (server) server->reportLost(first_rank + static_cast<int>(index), what);
+    if (server) server->reportLost(launch_rank[index], what);
   };
   WorkersOutcome out = workers.wait(
       [&]() -> std::string {
@@ -189,8 +216,8 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
           // A rank the run dropped while it was frozen or cut off cannot act on
           // being told: ended here, so the host does not wait for it.
           for (int rank : server->lostRanks())
-            if (rank >= first_rank && rank < first_rank + me.slots)
-              workers.kill(static_cast<size_t>(rank - first_rank));
+            for (size_t i = 0; i < launch_rank.size(); ++i)
+              if (launch_rank[i] == rank) workers.kill(i);
         }
         return {};
       },

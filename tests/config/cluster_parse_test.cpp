@@ -141,8 +141,8 @@ TEST_CASE("misspelt cluster keys and host-entry keys get a suggestion") {
           parseJobString("[cluster]\nhosts = [{ address = \"a\", slot = 2 }]\n", "job.toml");
         }) == "job.toml:2:27: [cluster] hosts[0] unknown key 'slot' (did you mean 'slots'?)");
   CHECK(configErrorOf([] {
-          parseJobString("[cluster]\nhosts = [{ address = \"a\", gpus = 2 }]\n", "job.toml");
-        }) == "job.toml:2:27: [cluster] hosts[0] unknown key 'gpus'");
+          parseJobString("[cluster]\nhosts = [{ address = \"a\", weight = 2 }]\n", "job.toml");
+        }) == "job.toml:2:27: [cluster] hosts[0] unknown key 'weight'");
   CHECK(configErrorOf([] { parseJobString("token_file = \"x\"\n", "job.toml"); }) ==
         "job.toml:1:1: key 'token_file' is outside any section; put it under [cluster]");
 }

@@ -182,6 +182,24 @@ TEST_CASE("strategy types: the built ones are listed, a near miss is named") {
         "'central_storage', 'parameter_server' (got \"ring\")");
 }
 
+TEST_CASE("parameter_server across hosts: each host's ps must add up to [strategy] ps") {
+  const std::string cluster =
+      "\n[cluster]\ncoordinator = \"10.0.0.1:29400\"\ntoken = \"t\"\n"
+      "[[cluster.hosts]]\naddress = \"10.0.0.1\"\nslots = 2\nps = 1\n"
+      "[[cluster.hosts]]\naddress = \"10.0.0.2\"\nslots = 2\n";
+  const std::string ps = "\n[strategy]\ntype = \"parameter_server\"\nps = 1\n";
+  CHECK(validationError(ps + cluster) == "(no ConfigError)");
+  CHECK(validationError(ps + cluster, {"strategy.ps=2"})
+            .find("but the [[cluster.hosts]] ps entries add up to 1") != std::string::npos);
+  CHECK(validationError("\n[strategy]\ntype = \"multi_worker_mirrored\"\n" + cluster)
+            .find("[cluster] hosts[0].ps places parameter-server shards, but [strategy] type is "
+                  "'multi_worker_mirrored'") != std::string::npos);
+  // Across hosts the workers are the hosts' slots: 4 here.
+  CHECK(validationError(ps + cluster, {"strategy.min_workers=4"}) == "(no ConfigError)");
+  CHECK(validationError(ps + cluster, {"strategy.min_workers=5"}).find("must be in [1, 4] (got 5)") !=
+        std::string::npos);
+}
+
 TEST_CASE("parameter_server: its shard count, [cluster], clipping and min_workers are checked") {
   CHECK(validationError("", {"strategy.type=parameter_server", "strategy.ps=0"}) ==
         "--set strategy.ps=0: [strategy] ps must be in [1, 64] (got 0)");

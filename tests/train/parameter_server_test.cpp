@@ -116,12 +116,16 @@ TEST_CASE(
 
 TEST_CASE("parameter_server: configurations it cannot run are refused in one line") {
   TempDir dir("ps_refused");
-  writeFile(dir / "clip.toml", smallJob(dir / "clip", parameterServer(2, 1)));
-  const RunResult clip = runDtrain({"train", dir / "clip.toml", "--set", "train.grad_clip_norm=1.0"});
-  CHECK(clip.exit_code == 2);
-  CHECK(lineCount(clip.output) == 1);
-  CHECK(clip.output.find("grad_clip_norm") != std::string::npos);
-  const RunResult shards = runDtrain({"train", dir / "clip.toml", "--set", "strategy.ps=0"});
+  writeFile(dir / "job.toml", smallJob(dir / "run", parameterServer(2, 1)));
+  const RunResult stats = runDtrain({"train", dir / "job.toml", "--set", "strategy.consistency=async",
+                                     "--set", "strategy.sync_batchnorm=true"});
+  CHECK(stats.exit_code == 2);
+  CHECK(lineCount(stats.output) == 1);
+  CHECK(stats.output.find("sync_batchnorm") != std::string::npos);
+  const RunResult fewest = runDtrain({"train", dir / "job.toml", "--set", "strategy.min_workers=3"});
+  CHECK(fewest.exit_code == 2);
+  CHECK(fewest.output.find("[strategy] min_workers must be in [1, 2] (got 3)") != std::string::npos);
+  const RunResult shards = runDtrain({"train", dir / "job.toml", "--set", "strategy.ps=0"});
   CHECK(shards.exit_code == 2);
   CHECK(shards.output.find("strategy.ps") != std::string::npos);
 }
