@@ -9,11 +9,12 @@ survivors finish.
 
 The shard logs every push it applies with the time (DTRAIN_TEST_PS_APPLIED_LOG), so the
 rate of training is measured where updates happen:
-  rate        samples applied per second (all workers), in windows of --window seconds;
-  before      the median rate over the 6 s before the kill;
-  survivors   the median rate from 4 s after the kill to 1 s before the end;
-  recovery    from the kill to the end of the first window from which the rate stays at
-              >= 90% of the survivors' rate for 2 s (bar: <= 2 s);
+  rate        samples applied (all workers) in one second, measured from every --window
+              step (1 s sliding windows: shorter ones hold too few updates to be steady);
+  before      the median rate over the seconds before the kill;
+  survivors   the median rate from 4 s after the kill to 2 s before the end;
+  recovery    from the kill to the start of the first second whose rate is >= 90% of the
+              survivors' (bar: <= 2 s);
   once        whether every worker's slice of every global batch was applied exactly once
               (the killed worker's remaining slices by the survivors).
 Figures are the median and the worst over --trials.
@@ -90,18 +91,19 @@ def trial(dtrain, work, n, steps, kill_after, window):
         counts[(int(batch), int(slc))] += 1
     once = (len(counts) == WORKERS * steps and all(v == 1 for v in counts.values()))
     end = max(t for t, _ in pushes)
-    windows = collections.Counter()
+    quarters = collections.Counter()
     for t, samples in pushes:
-        windows[int((t - killed_at) // window)] += samples
-    rate = lambda k: windows.get(k, 0) / window
+        quarters[int((t - killed_at) // window)] += samples
     per_s = int(round(1 / window))
-    before = statistics.median(rate(k) for k in range(-6 * per_s, 0))
-    last = int((end - killed_at) // window) - per_s
+    # The rate over the second that starts at quarter k.
+    rate = lambda k: sum(quarters.get(j, 0) for j in range(k, k + per_s))
+    before = statistics.median(rate(k) for k in range(-7 * per_s, -per_s))
+    last = int((end - killed_at) // window) - 2 * per_s
     survivors = statistics.median(rate(k) for k in range(4 * per_s, last))
     recovery = None
     for k in range(0, last):
-        if all(rate(j) >= 0.9 * survivors for j in range(k, k + 2 * per_s)):
-            recovery = k * window  # the window starting at k*window already runs at the survivors' rate
+        if rate(k) >= 0.9 * survivors:
+            recovery = k * window  # from here on, a second's rate is back at the survivors'
             break
     return {"before": before, "survivors": survivors, "recovery_s": recovery, "once": once,
             "pushes": len(pushes)}

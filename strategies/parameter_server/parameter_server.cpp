@@ -209,6 +209,9 @@ void ParameterServerStrategy::drainUpdates() {
       }
       if (done == live) {
         store_->set(drained_key, Bytes{1});
+        // The final evaluation is of the model every worker's updates made,
+        // the one the final checkpoint holds, not of the chief's last pull.
+        collectState(local_->parts().replicas->store(), *local_->parts().optimizer);
         return;
       }
       if (done != done_seen) {  // the deadline is for one worker at a time
