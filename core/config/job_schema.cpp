@@ -91,6 +91,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(strategy, staleness),
       DTRAIN_JOB_FIELD(strategy, scale_lr_by_staleness),
       DTRAIN_JOB_FIELD(strategy, min_workers),
+      DTRAIN_JOB_FIELD(strategy, gradient_push),
       DTRAIN_JOB_FIELD(strategy, collective),
       DTRAIN_JOB_FIELD(strategy, bucket_mb),
       DTRAIN_JOB_FIELD(strategy, backend),

@@ -276,6 +276,7 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
   c.intRange("strategy.workers", s.workers, 1, 64);
   c.intRange("strategy.ps", s.ps, 1, 64);
   c.oneOf("strategy.consistency", s.consistency, {"sync", "async", "bounded"});
+  c.oneOf("strategy.gradient_push", s.gradient_push, {"auto", "during_backward", "after_backward"});
   c.intRange("strategy.staleness", s.staleness, 0, 1000000);
   // Across hosts the workers are the hosts' slots.
   int workers = s.workers;

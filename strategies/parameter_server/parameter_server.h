@@ -27,6 +27,7 @@
 #include "core/comm/store.h"
 #include "core/train/local_step.h"
 #include "core/train/strategy.h"
+#include "strategies/gradient_sum.h"
 #include "strategies/parameter_server/placement.h"
 #include "strategies/parameter_server/shard_clients.h"
 #include "strategies/parameter_server/slice_handover.h"
@@ -90,6 +91,8 @@ class ParameterServerStrategy : public Strategy {
   std::unique_ptr<LocalStep> local_;
   ShardPlacement placement_;
   std::unique_ptr<ShardClients> shards_;
+  std::unique_ptr<GradientSum> gradients_;  // sync on the CPU: pushes in parts during backward
+  double part_lr_ = 0;                      // the learning rate the parts of this step carry
   Store* store_;
   int64_t pushes_ = 0;  // updates this worker has pushed (the shards' clock of it)
   SliceHandover handover_;

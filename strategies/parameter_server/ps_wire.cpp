@@ -16,7 +16,7 @@ namespace dtrain::ps {
 namespace {
 
 constexpr uint32_t kMagic = 0x31535044;  // "DPS1"
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 
 // The header as it travels: fixed layout, little-endian hosts only (x86-64
 // and aarch64 Linux, what dtrain builds for).
@@ -38,10 +38,11 @@ struct WireHeader {
   int64_t batch;
   int32_t live;
   int32_t unused2;
+  int64_t offset;
 };
-static_assert(sizeof(WireHeader) == 88, "the wire header has a fixed size");
+static_assert(sizeof(WireHeader) == 96, "the wire header has a fixed size");
 
-bool knownKind(uint8_t k) { return k >= 1 && k <= 8; }
+bool knownKind(uint8_t k) { return k >= 1 && k <= 9; }
 
 WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   WireHeader w{};
@@ -60,6 +61,7 @@ WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   w.batch = h.batch;
   w.slice = h.slice;
   w.live = h.live;
+  w.offset = h.offset;
   return w;
 }
 
@@ -83,6 +85,8 @@ const char* kindName(Kind kind) {
       return "stop";
     case Kind::Failure:
       return "failure";
+    case Kind::PushPart:
+      return "push part";
   }
   return "?";
 }
@@ -127,6 +131,7 @@ Header headerOf(const WireHeader& w) {
   h.batch = w.batch;
   h.slice = w.slice;
   h.live = w.live;
+  h.offset = w.offset;
   return h;
 }
 

@@ -13,14 +13,19 @@
 namespace dtrain::ps {
 
 enum class Kind : uint8_t {
-  Init = 1,    // chief -> shard: parameters, then the optimizer's state buffers; update = steps done
-  Ack = 2,     // shard -> chief: Init or Stop taken
-  Push = 3,    // worker -> shard: the worker's gradient of update `update`, for the shard's ranges
-  Params = 4,  // shard -> worker: the parameters that answer the worker's push of `update`
-  Gather = 5,  // chief -> shard: send everything for a checkpoint
-  State = 6,   // shard -> chief: parameters, then the optimizer's state buffers
-  Stop = 7,    // chief -> shard: the run is over
-  Failure = 8  // shard -> worker: the request was refused; one payload frame of text
+  Init = 1,     // chief -> shard: parameters, then the optimizer's state buffers; update = steps done
+  Ack = 2,      // shard -> chief: Init or Stop taken
+  Push = 3,     // worker -> shard: the worker's gradient of update `update`, for the shard's ranges
+  Params = 4,   // shard -> worker: the parameters that answer the worker's push of `update`
+  Gather = 5,   // chief -> shard: send everything for a checkpoint
+  State = 6,    // shard -> chief: parameters, then the optimizer's state buffers
+  Stop = 7,     // chief -> shard: the run is over
+  Failure = 8,  // shard -> worker: the request was refused; one payload frame of text
+  // worker -> shard (sync): part of the worker's gradient of update `update`,
+  // `offset` floats into the shard's slice, sent as backward produces it; the
+  // worker then awaits Params as after a Push (and sends the whole Push again
+  // when no answer comes)
+  PushPart = 9
 };
 
 struct Header {
@@ -41,7 +46,8 @@ struct Header {
   // worker's remaining slices can be handed to the others.
   int64_t batch = -1;
   int32_t slice = -1;
-  int32_t live = 0;  // Params: the workers not lost
+  int32_t live = 0;    // Params: the workers not lost
+  int64_t offset = 0;  // PushPart: where its floats go in the shard's slice
 };
 
 // A payload frame as it arrived: its floats are read in place, not copied

@@ -128,7 +128,6 @@ void ShardClients::init(const float* params, const std::vector<const float*>& st
 
 void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, float* params, int64_t batch,
                                int of_worker) {
-  const std::string what = "update " + std::to_string(update);
   push_batch_ = batch;
   push_slice_ = of_worker;
   for (int s = 0; s < shards(); ++s) {
@@ -136,6 +135,34 @@ void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, fl
     ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Push, s, update, lr),
              {{pushed_[static_cast<size_t>(s)], placement_.shard_floats[static_cast<size_t>(s)]}});
   }
+  awaitAnswers(update, lr, params);
+}
+
+void ShardClients::pushPart(int64_t update, double lr, const float* grads, int64_t begin, int64_t end) {
+  for (int s = 0; s < shards(); ++s) {
+    int64_t offset = 0;  // of the range in the shard's slice
+    for (const PlacedRange& r : ranges_[static_cast<size_t>(s)]) {
+      const int64_t lo = std::max(begin, r.begin), hi = std::min(end, r.end);
+      if (lo < hi) {
+        ps::Header h = header(ps::Kind::PushPart, s, update, lr);
+        h.offset = offset + (lo - r.begin);
+        ps::send(sockets_[static_cast<size_t>(s)], h, {{grads + lo, hi - lo}});
+      }
+      offset += r.end - r.begin;
+    }
+  }
+}
+
+void ShardClients::pullAfterParts(int64_t update, double lr, const float* grads, float* params) {
+  push_batch_ = -1;
+  push_slice_ = -1;
+  // Sent again whole if no answer comes.
+  for (int s = 0; s < shards(); ++s) pushed_[static_cast<size_t>(s)] = slice(s, grads);
+  awaitAnswers(update, lr, params);
+}
+
+void ShardClients::awaitAnswers(int64_t update, double lr, float* params) {
+  const std::string what = "update " + std::to_string(update);
   for (int s = 0; s < shards(); ++s) {
     const ps::Message m = awaitParams(s, update, lr, what);
     unslice(s, m.payload[0].data(), params);

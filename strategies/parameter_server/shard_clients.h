@@ -36,6 +36,12 @@ class ShardClients {
   // (-1: not said), which the shards note for a handover.
   void pushAndPull(int64_t update, double lr, const float* grads, float* params, int64_t batch = -1,
                    int of_worker = -1);
+  // Synchronous pushes in parts, sent while backward runs: the flat range
+  // [begin, end) of update `update`'s gradients (grads is the flat buffer),
+  // cut by the placement; then, once every part is sent, the answer into
+  // `params` (the whole push is sent again from `grads` if it does not come).
+  void pushPart(int64_t update, double lr, const float* grads, int64_t begin, int64_t end);
+  void pullAfterParts(int64_t update, double lr, const float* grads, float* params);
   // The chief: every shard's parameters and optimizer state into the flat buffers.
   void gather(float* params, const std::vector<float*>& state);
   // The chief: the run is over; each shard answers and exits.
@@ -74,6 +80,8 @@ class ShardClients {
   // The answer to this worker's push of `update`, pushing again while it does not come.
   ps::Message awaitParams(int shard, int64_t update, double lr, const std::string& what);
   ps::Header header(ps::Kind kind, int shard, int64_t update, double lr = 0) const;
+  // Every shard's answer to this worker's push of `update`, into `params`.
+  void awaitAnswers(int64_t update, double lr, float* params);
 
   ShardPlacement placement_;
   std::vector<std::vector<PlacedRange>> ranges_;  // per shard

@@ -35,6 +35,8 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
       clocks_(static_cast<size_t>(workers), 0),
       waiting_(static_cast<size_t>(workers), false),
       staleness_of_(static_cast<size_t>(workers), 0),
+      parts_seen_(static_cast<size_t>(workers)),
+      floats_in_(static_cast<size_t>(workers), 0),
       done_(static_cast<size_t>(workers)),
       lost_(static_cast<size_t>(workers), false),
       live_(workers) {
@@ -140,6 +142,9 @@ void ShardServer::handle(const ps::Message& m, const std::string& routing) {
     case ps::Kind::Push:
       push(m, routing);
       return;
+    case ps::Kind::PushPart:
+      pushPart(m, routing);
+      return;
     case ps::Kind::Gather: {
       if (!initialized_) return refuse(h, routing, "gather before init");
       ps::Header reply{ps::Kind::State, h.worker, shard_, version_, 0.0, generation_, 0};
@@ -223,6 +228,10 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
     arrived_[w] = true;
     reply_to_[w] = routing;
     if (h.worker == 0) pending_lr_ = h.lr;  // every worker schedules the same; the chief's is used
+    // It holds the parts it had not sent (a push sent whole after its parts, or instead of them).
+    for (auto& [offset, part] : parts_)
+      if (!parts_seen_[w].count(offset)) ++part.arrived;
+    sumReadyParts();
     applyPending();
     return;
   }
@@ -279,31 +288,99 @@ void ShardServer::answerWaiting() {
   }
 }
 
+void ShardServer::pushPart(const ps::Message& m, const std::string& routing) {
+  const ps::Header& h = m.header;
+  const auto w = static_cast<size_t>(h.worker);
+  const auto n = static_cast<int64_t>(params_.size());
+  if (consistency_ != "sync") return refuse(h, routing, "a push in parts outside a synchronous run");
+  if (!initialized_) return refuse(h, routing, workerName(h.worker) + " pushed before the chief's init");
+  if (m.payload.size() != 1)
+    return refuse(h, routing, "a push part with " + std::to_string(m.payload.size()) + " frames");
+  if (lost_[w]) return refuse(h, routing, workerName(h.worker) + " was lost and dropped from the run");
+  if (h.update <= clocks_[w]) return;  // of an update applied: its answer went with the update
+  if (h.update != clocks_[w] + 1)
+    return refuse(h, routing,
+                  workerName(h.worker) + " pushed part of update " + std::to_string(h.update) +
+                      " after its update " + std::to_string(clocks_[w]) + "; a push was lost");
+  const auto len = static_cast<int64_t>(m.payload[0].size());
+  if (h.offset < 0 || len < 1 || h.offset + len > n)
+    return refuse(h, routing,
+                  workerName(h.worker) + " pushed floats [" + std::to_string(h.offset) + ", " +
+                      std::to_string(h.offset + len) + ") of a slice of " + std::to_string(n));
+  if (arrived_[w] || parts_seen_[w].count(h.offset)) return;  // held already (a repeat)
+  if (static_cast<int64_t>(pending_[w].size()) != n) pending_[w].assign(static_cast<size_t>(n), 0.0f);
+  std::memcpy(pending_[w].data() + h.offset, m.payload[0].data(), static_cast<size_t>(len) * sizeof(float));
+  parts_seen_[w].insert(h.offset);
+  floats_in_[w] += len;
+  reply_to_[w] = routing;
+  if (h.worker == 0) pending_lr_ = h.lr;
+  auto [it, fresh] = parts_.emplace(h.offset, Part{len, 0, false});
+  if (fresh)  // the workers whose whole push came first hold it too
+    for (size_t v = 0; v < arrived_.size(); ++v) it->second.arrived += arrived_[v] && !lost_[v] ? 1 : 0;
+  ++it->second.arrived;
+  if (floats_in_[w] == n) arrived_[w] = true;
+  sumReadyParts();
+  applyPending();
+}
+
+void ShardServer::sumRange(int64_t begin, int64_t end) {
+  // In worker order, whatever order they arrived in.
+  const size_t bytes = static_cast<size_t>(end - begin) * sizeof(float);
+  std::memcpy(summed_.data() + begin, pending_[0].data() + begin, bytes);
+  for (size_t w = 1; w < pending_.size(); ++w) {
+    if (lost_[w]) continue;
+    const float* g = pending_[w].data();
+    for (int64_t i = begin; i < end; ++i) summed_[static_cast<size_t>(i)] += g[i];
+  }
+}
+
+void ShardServer::sumReadyParts() {
+  // Without clipping a part every worker has sent is summed and applied at
+  // once, while the workers' backward goes on; clipping needs the whole
+  // gradient's norm first, so its parts wait for the last.
+  if (job_.train.grad_clip_norm > 0) return;
+  for (auto& [offset, part] : parts_) {
+    if (part.summed || part.arrived < live_) continue;
+    sumRange(offset, offset + part.len);
+    optimizer_->update(params_.data(), summed_.data(), offset, offset + part.len,
+                       StepInfo{pending_lr_, version_ + 1});
+    part.summed = true;
+  }
+}
+
 void ShardServer::applyPending() {
   for (size_t w = 0; w < arrived_.size(); ++w)
     if (!arrived_[w] && !lost_[w]) return;
   if (!arrived_[0]) return;  // nothing pending (the chief is never lost)
-  // In worker order, whatever order they arrived in.
-  std::memcpy(summed_.data(), pending_[0].data(), summed_.size() * sizeof(float));
-  for (size_t w = 1; w < pending_.size(); ++w) {
-    if (lost_[w]) continue;
-    const float* g = pending_[w].data();
-    for (size_t i = 0; i < summed_.size(); ++i) summed_[i] += g[i];
+  const auto n = static_cast<int64_t>(summed_.size());
+  // What no part has covered yet: the whole slice without parts, else the
+  // gaps between the parts summed and the parts not summed.
+  std::vector<std::pair<int64_t, int64_t>> left;
+  int64_t at = 0;
+  for (const auto& [offset, part] : parts_) {
+    if (offset > at) left.emplace_back(at, offset);
+    if (!part.summed) left.emplace_back(offset, offset + part.len);
+    at = std::max(at, offset + part.len);
   }
+  if (at < n) left.emplace_back(at, n);
+  for (const auto& [begin, end] : left) sumRange(begin, end);
   // Clipped by the global norm of the summed gradient, as one process clips
   // its gradient: every shard adds its part of the sum of squares.
   const double clip_norm = job_.train.grad_clip_norm;
   if (clip_norm > 0) {
-    const auto n = static_cast<int64_t>(summed_.size());
     double sum_of_squares = dtrain::sumOfSquares(summed_.data(), 0, n);
     if (exchange_norms_) sum_of_squares = exchange_norms_(version_ + 1, sum_of_squares);
     dtrain::scale(summed_.data(), 0, n, clipScale(sum_of_squares, clip_norm));
+    left = {{0, n}};
   }
-  optimizer_->update(params_.data(), summed_.data(), 0, static_cast<int64_t>(params_.size()),
-                     StepInfo{pending_lr_, version_ + 1});
+  for (const auto& [begin, end] : left)
+    optimizer_->update(params_.data(), summed_.data(), begin, end, StepInfo{pending_lr_, version_ + 1});
   ++version_;
   stats_.record(0);
+  parts_.clear();
   for (size_t w = 0; w < pending_.size(); ++w) {
+    parts_seen_[w].clear();
+    floats_in_[w] = 0;
     if (lost_[w]) continue;
     clocks_[w] = version_;
     replyParams(reply_to_[w], static_cast<int>(w), version_, 0);

@@ -30,7 +30,9 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -79,6 +81,13 @@ class ShardServer {
   void handle(const ps::Message& m, const std::string& routing);
   void init(const ps::Message& m, const std::string& routing);
   void push(const ps::Message& m, const std::string& routing);
+  // Sync: part of a worker's push (ps::Kind::PushPart), sent during its backward.
+  void pushPart(const ps::Message& m, const std::string& routing);
+  // Sums the pending pushes over [begin, end) into summed_, in worker order.
+  void sumRange(int64_t begin, int64_t end);
+  // Sums and applies the parts every worker has sent (no clipping).
+  void sumReadyParts();
+  // Once every worker's push is whole: sums and applies the rest, answers all.
   void applyPending();
   // Answers the waiting workers the consistency lets go on.
   void answerWaiting();
@@ -105,7 +114,17 @@ class ShardServer {
   bool scale_lr_;
   // The pushes of update version_ + 1, per worker, and where to answer.
   std::vector<std::vector<float>> pending_;
-  std::vector<bool> arrived_;
+  std::vector<bool> arrived_;  // the worker's push is whole (sent whole, or all its parts)
+  // Sync pushes in parts: the update's parts by offset, and per worker the
+  // parts it has sent and their floats.
+  struct Part {
+    int64_t len = 0;
+    int arrived = 0;  // workers holding it
+    bool summed = false;
+  };
+  std::map<int64_t, Part> parts_;
+  std::vector<std::set<int64_t>> parts_seen_;
+  std::vector<int64_t> floats_in_;
   std::vector<std::string> reply_to_;
   double pending_lr_ = 0;
   double chief_lr_ = -1;  // async, bounded: the learning rate of the chief's latest push

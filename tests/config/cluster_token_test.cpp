@@ -47,6 +47,7 @@ TEST_CASE("the resolved job writes [strategy] and [cluster] with the token hidde
       "staleness = 2\n"
       "scale_lr_by_staleness = false\n"
       "min_workers = 1\n"
+      "gradient_push = \"auto\"\n"
       "collective = \"ring\"\n"
       "bucket_mb = 25.0\n"
       "backend = \"auto\"\n"

@@ -224,6 +224,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "staleness = 2\n"
       "scale_lr_by_staleness = false\n"
       "min_workers = 1\n"
+      "gradient_push = \"auto\"\n"
       "collective = \"auto\"\n"
       "bucket_mb = 4.0\n"
       "backend = \"auto\"\n"

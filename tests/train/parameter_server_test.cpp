@@ -45,6 +45,14 @@ TEST_CASE("parameter_server: 2 workers and 1 or 2 shards train as mirrored and o
     CAPTURE(shards);
     const std::string name = "ps" + std::to_string(shards);
     train(dir, name, oneThread(smallJob(dir / name, parameterServer(2, shards))), 20);
+    // Pushed in parts during backward (small buckets, so there are several): the same sums.
+    const std::string parts = "parts" + std::to_string(shards);
+    train(dir, parts,
+          oneThread(smallJob(dir / parts, parameterServer(2, shards) +
+                                              "gradient_push = \"during_backward\"\nbucket_mb = 0.01\n")),
+          20);
+    CHECK(readFile(dir / (parts + "/checkpoints/latest/model.safetensors")) ==
+          readFile(dir / (name + "/checkpoints/latest/model.safetensors")));
     for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
       CAPTURE(file);
       CHECK(checkpointDifference(latest(dir, name), latest(dir, "mirrored"), file) <= 1e-5);

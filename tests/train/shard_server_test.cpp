@@ -72,6 +72,12 @@ struct Harness {
     ps::send(workers[static_cast<size_t>(w)], header(ps::Kind::Push, w, update, version),
              {{g.data(), static_cast<int64_t>(g.size())}});
   }
+  // Part of worker w's sync push of `update`: floats [offset, offset + g.size()).
+  void pushPart(int w, int64_t update, int64_t offset, const std::vector<float>& g) {
+    ps::Header part = header(ps::Kind::PushPart, w, update);
+    part.offset = offset;
+    ps::send(workers[static_cast<size_t>(w)], part, {{g.data(), static_cast<int64_t>(g.size())}});
+  }
   // The next answer to worker w within `ms`, or a message of kind Ack with no payload when none came.
   ps::Message answer(int w, int ms = 2000) {
     ps::Message m;
@@ -99,6 +105,35 @@ TEST_CASE("shard: sync applies update t once every worker's push of t is in, sum
   const ps::Message again = h.answer(0);
   CHECK(again.payload[0] == std::vector<float>{8.5f, 17.75f});
   CHECK(h.server.version() == 1);
+}
+
+TEST_CASE("shard: sync pushes in parts, in any order, mixed with whole pushes, apply what whole pushes do") {
+  Harness h(sgdJob("sync"), 2);
+  h.init({10.0f, 20.0f, 30.0f, 40.0f});
+  // Worker 0 sends its last layers first, as backward produces them; worker
+  // 1 sends one part and then its push whole (as a repeat after a lost part).
+  h.pushPart(0, 1, 2, {1.0f, 2.0f});
+  h.pushPart(1, 1, 2, {3.0f, 4.0f});
+  h.pushPart(1, 1, 2, {3.0f, 4.0f});                     // a repeated part counts once
+  CHECK(h.answer(0, 200).header.kind == ps::Kind::Ack);  // not whole yet
+  h.pushPart(0, 1, 0, {0.5f, 0.25f});
+  CHECK(h.answer(0, 200).header.kind == ps::Kind::Ack);  // worker 1's first half is missing
+  h.push(1, 1, {1.0f, 1.0f, 3.0f, 4.0f});
+  for (int w : {0, 1}) {
+    const ps::Message m = h.answer(w);
+    REQUIRE(m.header.kind == ps::Kind::Params);
+    CHECK(m.payload[0] == std::vector<float>{8.5f, 18.75f, 26.0f, 34.0f});
+  }
+  CHECK(h.server.version() == 1);
+  // A late part of the applied update changes nothing; one outside the slice is refused.
+  h.pushPart(0, 1, 0, {100.0f, 100.0f});
+  h.pushPart(0, 2, 3, {1.0f, 1.0f});
+  const ps::Message refused = h.answer(0);
+  CHECK(refused.header.kind == ps::Kind::Failure);
+  CHECK(refused.text.find("pushed floats [3, 5) of a slice of 4") != std::string::npos);
+  h.push(0, 2, {0.0f, 0.0f, 0.0f, 0.0f});
+  h.push(1, 2, {0.0f, 0.0f, 0.0f, 0.0f});
+  CHECK(h.answer(0).payload[0] == std::vector<float>{8.5f, 18.75f, 26.0f, 34.0f});
 }
 
 TEST_CASE("shard: async applies each push at once and measures how late it came") {
