@@ -151,11 +151,10 @@ struct StrategySection {
   // samples go to the survivors); one loss more stops it. A synchronous run
   // stops at the first loss, as mirrored does.
   int min_workers = 1;
-  // parameter_server, sync, CPU workers: when a worker's gradient leaves for
-  // the shards: "during_backward" (in the buckets of bucket_mb, as they are
-  // ready) | "after_backward" (whole) | "auto" (during backward when this
-  // host's workers and shards leave a core free, which the shards' summing
-  // needs to overlap anything).
+  // parameter_server, sync: when a worker's gradient leaves for the shards:
+  // "during_backward" (in the buckets of bucket_mb, as they are ready) |
+  // "after_backward" (whole) | "auto" (during backward on CPU workers; GPU
+  // workers push whole after backward).
   std::string gradient_push = "auto";
   // "auto" (shared memory when every rank is on one host, else Gloo by size) |
   // "shared_memory" | "ring" | "halving_doubling" | "bcube" (Gloo algorithms)

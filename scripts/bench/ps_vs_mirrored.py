@@ -5,9 +5,12 @@ The cnn preset on Fashion-MNIST, global batch 128, SGD momentum 0.9, lr 0.05, 2 
 (scripts/bench/bench_job.py's job), on this host:
   mirrored   2 workers x 1 thread, gradients all-reduced (shared memory);
   ps sync    2 workers x 1 thread + 1 shard, consistency = "sync";
-  ps async   2 workers x 1 thread + 1 shard, consistency = "async".
+  ps async   2 workers x 1 thread + 1 shard, consistency = "async";
+  ps sync whole  as ps sync (whose CPU workers push their gradients in parts during
+             backward), each gradient pushed whole after backward (gradient_push =
+             "after_backward"; no bar: what the parts gain here).
 Each configuration trains the 2 epochs and then evaluates on the test split. Runs are
-interleaved (--rounds of all three) so drift in machine load hits all alike.
+interleaved (--rounds of all four) so drift in machine load hits all alike.
 
 Figures:
   images/s   training samples of all workers / the training's wall time, from
@@ -18,7 +21,8 @@ Figures:
 Bars (issue 18): sync images/s >= 0.85x mirrored's, async >= 0.95x; accuracy: sync
 within 0.3 points of mirrored, async within 1 point.
 
-Usage: scripts/bench/ps_vs_mirrored.py [--rounds N] [--epochs N] [--dtrain PATH] [--json FILE]
+Usage: scripts/bench/ps_vs_mirrored.py [--rounds N] [--epochs N] [--configs NAME ...] [--dtrain PATH]
+                                       [--json FILE]
 """
 import argparse
 import json
@@ -37,6 +41,9 @@ CONFIGS = {
     "mirrored": '[strategy]\ntype = "mirrored"\nworkers = 2\n',
     "ps_sync": '[strategy]\ntype = "parameter_server"\nworkers = 2\nps = 1\nconsistency = "sync"\n',
     "ps_async": '[strategy]\ntype = "parameter_server"\nworkers = 2\nps = 1\nconsistency = "async"\n',
+    # Sync with each gradient pushed whole after backward, against the default's parts during it.
+    "ps_sync_whole": '[strategy]\ntype = "parameter_server"\nworkers = 2\nps = 1\nconsistency = "sync"\n'
+                     'gradient_push = "after_backward"\n',
 }
 BARS = {"ps_sync": (0.85, 0.3), "ps_async": (0.95, 1.0)}  # images/s ratio, accuracy points
 
@@ -74,15 +81,18 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS),
+                    help="run only these (the bars need mirrored, the parts' gain ps_sync and ps_sync_whole)")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(DATA, "train-images-idx3-ubyte.gz")) and not os.path.exists(
             os.path.join(DATA, "train-images-idx3-ubyte")):
         sys.exit(f"ps_vs_mirrored: no Fashion-MNIST in {DATA}: install dataset-fashion-mnist")
-    rates = {name: [] for name in CONFIGS}
+    configs = [name for name in CONFIGS if name in a.configs]
+    rates = {name: [] for name in configs}
     accuracy = {}
     with tempfile.TemporaryDirectory(prefix="ps_bench_") as work:
         for rnd in range(a.rounds):
-            order = list(CONFIGS) if rnd % 2 == 0 else list(reversed(CONFIGS))
+            order = configs if rnd % 2 == 0 else list(reversed(configs))
             for name in order:
                 rate, acc = run(a.dtrain, work, name, a.epochs, rnd)
                 rates[name].append(rate)
@@ -93,8 +103,17 @@ def main():
            "results": {}}
     print(f"\ncnn, Fashion-MNIST, 2 workers x 1 thread (+1 shard), {a.epochs} epochs, "
           f"medians of {a.rounds} interleaved rounds")
-    print(f"  mirrored: {median['mirrored']:,.0f} img/s, accuracy {accuracy['mirrored']:.4f}")
+    if "mirrored" in median:
+        print(f"  mirrored: {median['mirrored']:,.0f} img/s, accuracy {accuracy['mirrored']:.4f}")
+    if "ps_sync_whole" in median and "ps_sync" in median:
+        whole = median["ps_sync_whole"]
+        parts_gain = median["ps_sync"] / whole
+        out["results"]["ps_sync_whole"] = {"parts_to_whole": parts_gain}
+        print(f"  ps_sync_whole: {whole:,.0f} img/s; ps_sync's parts during backward = {parts_gain:.2f}x "
+              f"whole pushes (no bar)")
     for name, (rate_bar, points_bar) in BARS.items():
+        if name not in median or "mirrored" not in median:
+            continue
         ratio = median[name] / median["mirrored"]
         points = abs(accuracy[name] - accuracy["mirrored"]) * 100
         ok = ratio >= rate_bar and points <= points_bar

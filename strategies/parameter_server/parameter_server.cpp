@@ -21,19 +21,6 @@ namespace {
 // A device buffer's host copy, or the buffer itself on the CPU.
 Tensor onHost(const Tensor& t) { return t.device().isCpu() ? t : t.to(Device::cpu()); }
 
-// Whether this host's workers and shards leave a core free. Pushing in parts
-// during backward pays only then: the shard's summing otherwise takes the
-// cores the workers compute on (measured on 2 cores, 2 workers x 1 thread +
-// 1 shard: 3% slower than one push after backward).
-bool sparesCores(const JobConfig& job, int workers) {
-  const int hosts =
-      job.cluster.present && !job.cluster.hosts.empty() ? static_cast<int>(job.cluster.hosts.size()) : 1;
-  const int here = (workers + hosts - 1) / hosts;
-  const int shards_here = (job.strategy.ps + hosts - 1) / hosts;
-  const auto cores = static_cast<int>(std::thread::hardware_concurrency());
-  return here * std::max(1, job.job.threads) + shards_here < cores;
-}
-
 }  // namespace
 
 ParameterServerStrategy::ParameterServerStrategy(std::shared_ptr<ProcessGroup> workers,
@@ -67,9 +54,8 @@ bool ParameterServerStrategy::syncsBatchStats() const {
 void ParameterServerStrategy::attach(const TrainingParts& parts) {
   local_ = std::make_unique<LocalStep>(parts, /*record_graphs=*/false);
   ReplicaSet& replicas = *parts.replicas;
-  const std::string& push = parts.job->strategy.gradient_push;
-  const bool in_parts = push == "during_backward" || (push == "auto" && sparesCores(*parts.job, worldSize()));
-  if (consistency_ == "sync" && !local_->onDevice() && in_parts) {
+  if (consistency_ == "sync" && !local_->onDevice() &&
+      parts.job->strategy.gradient_push != "after_backward") {
     // Synchronous pushes leave in parts while backward runs, bucket by bucket
     // as mirrored's all-reduce does, so the shards sum and apply the last
     // layers while the workers compute the first (with sync_batchnorm, whole
