@@ -33,20 +33,13 @@ import tempfile
 import time
 
 from bench_job import write_bench_job
+from distributed_vs_pytorch import children_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = "/usr/share/datasets/fashion-mnist"
 WORKERS = 3
 BATCH = 128
 STRATEGY = ('[strategy]\ntype = "parameter_server"\nworkers = 3\nps = 1\nconsistency = "async"\n')
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
 
 
 def first_step_seen(run_dir):
@@ -73,7 +66,7 @@ def trial(dtrain, work, n, steps, kill_after, window):
             raise RuntimeError(f"trial {n}: the run did not start: {open(log.name).read()[-800:]}")
         time.sleep(0.05)
     time.sleep(kill_after)
-    procs = children(host.pid)
+    procs = children_of(host.pid)
     if len(procs) != WORKERS + 1:
         raise RuntimeError(f"trial {n}: expected {WORKERS + 1} processes, found {procs}")
     killed_at = time.monotonic()

@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "core/optim/optimizer.h"
 #include "core/train/step_profile.h"
+#include "core/util/seconds.h"
 #include "strategies/batch_norm_across_workers.h"
 #include "strategies/parameter_server/shard_process.h"
 
@@ -177,7 +178,7 @@ BatchFigures ParameterServerStrategy::takeOverLosses(int64_t upto, double lr, bo
   // A shard's answer says a worker was lost before the store is asked.
   if (!poll && shards_->liveWorkers() >= worldSize() - handover_.losses()) return f;
   const int first_new = handover_.losses();
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+  const auto timeout = secondsToMillis(timeout_s_);
   for (const LostRank& lost : readLostRanks(*store_)) {
     if (lost.rank >= worldSize() || handover_.isLost(lost.rank)) continue;  // a shard's rank, or known
     // What its pushes covered, over every shard (each publishes once it has dropped it).
@@ -208,7 +209,7 @@ void ParameterServerStrategy::drainUpdates() {
   const std::string drained_key = "parameter_server/drained";
   auto doneKey = [](int r) { return "parameter_server/finished/" + std::to_string(r); };
   using Clock = std::chrono::steady_clock;
-  auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+  auto deadline = Clock::now() + secondsToMillis(timeout_s_);
   int said = -1, done_seen = 0;
   for (;;) {
     // A worker lost now still hands its undone slices to those still here.
@@ -218,7 +219,7 @@ void ParameterServerStrategy::drainUpdates() {
       const std::string v = std::to_string(losses);
       store_->set(doneKey(rank()), Bytes(v.begin(), v.end()));
       said = losses;
-      deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+      deadline = Clock::now() + secondsToMillis(timeout_s_);
     }
     if (isChief()) {
       // Done when every worker not lost is done with the same losses.
@@ -239,7 +240,7 @@ void ParameterServerStrategy::drainUpdates() {
       }
       if (done != done_seen) {  // the deadline is for one worker at a time
         done_seen = done;
-        deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+        deadline = Clock::now() + secondsToMillis(timeout_s_);
       }
     } else if (store_->check(drained_key)) {
       return;

@@ -30,17 +30,27 @@ std::string lossJob(const TempDir& dir, const std::string& consistency, int min_
                                 consistency + "\"\nmin_workers = " + std::to_string(min_workers) + "\n"));
 }
 
-// Starts the run with worker 1 slowed (so it is still running when it is
-// lost) and the shards' log of applied pushes in `dir`/applied.shard0.
-pid_t startRun(const TempDir& dir, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"train", dir / "job.toml", "--set",
-                                   "train.epochs=" + std::to_string(kEpochs)};
-  args.insert(args.end(), extra.begin(), extra.end());
+// A run started with worker 1 slowed (so it is still running when it is
+// lost) and the shards' log of applied pushes in `dir`/applied.shard0, once
+// it has written 2 checkpoints: the host dtrain and its processes (3
+// workers, then the shard).
+struct StartedRun {
+  pid_t host = -1;
+  std::vector<pid_t> processes;
+};
+
+StartedRun startRun(const TempDir& dir) {
   const std::string applied = dir / "applied";
-  return startDtrain(args, dir / "log", [applied] {
-    ::setenv("DTRAIN_TEST_PS_APPLIED_LOG", applied.c_str(), 1);
-    ::setenv("DTRAIN_TEST_SLOW_WORKER", "1:40", 1);
-  });
+  StartedRun run;
+  run.host = startDtrain({"train", dir / "job.toml", "--set", "train.epochs=" + std::to_string(kEpochs)},
+                         dir / "log", [applied] {
+                           ::setenv("DTRAIN_TEST_PS_APPLIED_LOG", applied.c_str(), 1);
+                           ::setenv("DTRAIN_TEST_SLOW_WORKER", "1:40", 1);
+                         });
+  REQUIRE(waitFor([&] { return stepDirs(dir / "run").size() >= 2; }, 60));
+  run.processes = workersOf(run.host);
+  REQUIRE(run.processes.size() == 4);
+  return run;
 }
 
 // How many times each (global batch, slice) was applied (lines "WORKER BATCH SLICE SECONDS").
@@ -74,12 +84,10 @@ TEST_CASE(
     CAPTURE(consistency);
     TempDir dir(std::string("ps_worker_kill_") + consistency);
     writeFile(dir / "job.toml", lossJob(dir, consistency));
-    const pid_t host = startRun(dir);
-    REQUIRE(waitFor([&] { return stepDirs(dir / "run").size() >= 2; }, 60));
-    const std::vector<pid_t> processes = workersOf(host);
-    REQUIRE(processes.size() == 4);  // 3 workers, then the shard
+    const StartedRun run = startRun(dir);
+    const std::vector<pid_t>& processes = run.processes;
     ::kill(processes[1], SIGKILL);
-    const int code = waitExit(host);
+    const int code = waitExit(run.host);
     const std::string log = readFile(dir / "log");
     INFO(log);
     CHECK(code == 0);
@@ -95,12 +103,10 @@ TEST_CASE(
 TEST_CASE("parameter_server: a frozen worker is dropped after the heartbeat timeout and the run finishes") {
   TempDir dir("ps_worker_frozen");
   writeFile(dir / "job.toml", lossJob(dir, "bounded"));
-  const pid_t host = startRun(dir);
-  REQUIRE(waitFor([&] { return stepDirs(dir / "run").size() >= 2; }, 60));
-  const std::vector<pid_t> processes = workersOf(host);
-  REQUIRE(processes.size() == 4);
+  const StartedRun run = startRun(dir);
+  const std::vector<pid_t>& processes = run.processes;
   ::kill(processes[1], SIGSTOP);
-  const int code = waitExit(host);
+  const int code = waitExit(run.host);
   const std::string log = readFile(dir / "log");
   INFO(log);
   CHECK(code == 0);
@@ -113,12 +119,10 @@ TEST_CASE("parameter_server: a frozen worker is dropped after the heartbeat time
 TEST_CASE("parameter_server: a loss below min_workers stops the run and keeps the latest checkpoint") {
   TempDir dir("ps_worker_min");
   writeFile(dir / "job.toml", lossJob(dir, "async", /*min_workers=*/3));
-  const pid_t host = startRun(dir);
-  REQUIRE(waitFor([&] { return stepDirs(dir / "run").size() >= 2; }, 60));
-  const std::vector<pid_t> processes = workersOf(host);
-  REQUIRE(processes.size() == 4);
+  const StartedRun run = startRun(dir);
+  const std::vector<pid_t>& processes = run.processes;
   ::kill(processes[1], SIGKILL);
-  const int code = waitExit(host);
+  const int code = waitExit(run.host);
   const std::string log = readFile(dir / "log");
   INFO(log);
   CHECK(code != 0);
