@@ -117,8 +117,10 @@ Plan planRun(const JobConfig& job, int node_option) {
 
 bool survivableRank(const JobConfig& job, int ranks, int rank) {
   const StrategySection& s = job.strategy;
-  // The last `ps` ranks are the shards.
-  return s.type == "parameter_server" && s.consistency != "sync" && rank >= 1 && rank < ranks - s.ps;
+  // The last `ps` ranks are the shards. Synchronous batch norm sums its
+  // statistics over every worker mid-step, through the collectives.
+  return s.type == "parameter_server" && !(s.consistency == "sync" && s.sync_batchnorm) && rank >= 1 &&
+         rank < ranks - s.ps;
 }
 
 void allowSurvivableLosses(const JobConfig& job, int ranks, RendezvousServerConfig& config) {

@@ -26,8 +26,9 @@ struct HostRunOptions {
 int runHost(const JobConfig& job, const HostRunOptions& options);
 
 // Whether a run of `ranks` ranks goes on without `rank` when it is lost: a
-// parameter server's workers other than the chief, when their updates need
-// no lockstep (strategies/parameter_server), while [strategy] min_workers remain.
+// parameter server's workers other than the chief (strategies/parameter_server;
+// not in a synchronous run with sync_batchnorm, whose statistics are summed
+// over every worker mid-step), while [strategy] min_workers remain.
 bool survivableRank(const JobConfig& job, int ranks, int rank);
 // Says so in the coordinator's configuration, for a run of `ranks` ranks.
 void allowSurvivableLosses(const JobConfig& job, int ranks, RendezvousServerConfig& config);

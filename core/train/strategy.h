@@ -32,7 +32,13 @@ struct StepFigures {
   BatchFigures host;
   bool on_device = false;
   // What the strategy measured of the step, for metrics.jsonl ("staleness_max": 2).
-  std::vector<std::pair<std::string, double>> extra;
+  std::vector<std::pair<std::string, double>> extra{};
+  // The strategy has summed `host` over every worker and agreed on a stop
+  // itself (a synchronous parameter server's shards do, so that the workers
+  // need no collective that a lost worker would break): the loop takes them
+  // as they are, and `stop` is the signal some worker was asked to stop by (0: none).
+  bool agreed = false;
+  int stop = 0;
 };
 
 // What one step trains on.
@@ -41,6 +47,7 @@ struct StepInput {
   double lr;           // scheduled for this update
   int64_t update;      // 1-based count of updates, this one included
   uint64_t seed;       // dropout masks of this step
+  int stop = 0;        // a signal this worker was asked to stop by (0: none), for strategies that agree on it
 };
 
 // The dropout masks' seed of global batch `batch` (0-based over the epochs):
@@ -95,6 +102,9 @@ class Strategy {
   // worker goes at its own pace (asynchronous updates), its figures are its
   // own, and the chief alone evaluates and checkpoints.
   virtual bool lockstep() const { return true; }
+  // Whether every rank evaluates a share of the test set (figures reduced
+  // through the collectives); false: the chief evaluates alone.
+  virtual bool evaluatesTogether() const { return lockstep(); }
   // Before untrained state (batch norm's running statistics, per worker
   // unless synchronised) is evaluated or saved: every rank gets the values
   // the checkpoint should hold. Collective.

@@ -229,12 +229,12 @@ struct Trainer::Impl {
 
   void evaluate() {
     if (state.step == last_eval_step) return;
-    if (!strategy->lockstep() && !chief()) {  // workers at their own pace: the chief evaluates alone
+    if (strategy->lockstep()) strategy->agreeOnBuffers(replicas->buffers());
+    if (!strategy->evaluatesTogether() && !chief()) {  // the chief evaluates alone
       last_eval_step = state.step;
       return;
     }
-    if (strategy->lockstep()) {
-      strategy->agreeOnBuffers(replicas->buffers());
+    if (strategy->evaluatesTogether()) {
       Strategy* ranks = strategy.get();
       last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data,
                                   Shard{strategy->rank(), strategy->worldSize()},
@@ -281,7 +281,7 @@ struct Trainer::Impl {
   // One optimizer update from the batch, as the strategy runs it; returns
   // its figures, or on a GPU that they are on their way.
   StepFigures step(const Batch& batch, double lr) {
-    return strategy->step(StepInput{batch, lr, state.step + 1, stepSeed()});
+    return strategy->step(StepInput{batch, lr, state.step + 1, stepSeed(), stopRequested()});
   }
 
   // The running sums of the epoch's steps settled so far, for the progress bar.
@@ -305,8 +305,12 @@ struct Trainer::Impl {
     }
     double figs[4] = {f.loss_sum, static_cast<double>(f.correct), static_cast<double>(f.samples),
                       static_cast<double>(p.stop)};
-    if (strategy->lockstep()) strategy->reduceFigures(figs, 4);  // else this worker's own figures
-    if (figs[3] > 0 && !stop_signal) stop_signal = p.stop ? p.stop : SIGTERM;
+    if (p.figures.agreed)
+      figs[3] = p.figures.stop;  // summed and agreed by the strategy
+    else if (strategy->lockstep())
+      strategy->reduceFigures(figs, 4);  // else this worker's own figures
+    if (figs[3] > 0 && !stop_signal)
+      stop_signal = p.stop ? p.stop : p.figures.agreed ? p.figures.stop : SIGTERM;
     epoch_sums.loss += figs[0];
     epoch_sums.correct += figs[1];
     epoch_sums.seen += figs[2];

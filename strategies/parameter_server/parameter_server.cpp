@@ -22,6 +22,10 @@ namespace {
 // A device buffer's host copy, or the buffer itself on the CPU.
 Tensor onHost(const Tensor& t) { return t.device().isCpu() ? t : t.to(Device::cpu()); }
 
+ps::SliceFigures sliceFiguresOf(const BatchFigures& f, int stop) {
+  return ps::SliceFigures{f.loss_sum, static_cast<double>(f.correct), static_cast<double>(f.samples), stop};
+}
+
 }  // namespace
 
 ParameterServerStrategy::ParameterServerStrategy(std::shared_ptr<ProcessGroup> workers,
@@ -66,6 +70,7 @@ void ParameterServerStrategy::attach(const TrainingParts& parts) {
           const int64_t begin = grads - replicas.grads().data();
           shards_->pushPart(pushes_, part_lr_, replicas.grads().data(), begin, begin + n);
         });
+    gradients_described_ = gradients_->describe();
   } else if (syncsBatchStats()) {
     sumBatchStatsOver(*workers_, replicas);
   }
@@ -93,7 +98,7 @@ void ParameterServerStrategy::attach(const TrainingParts& parts) {
 
 std::string ParameterServerStrategy::describeRun() const {
   std::string updates = "synchronous updates";
-  if (gradients_) updates += ", gradients pushed " + gradients_->describe();
+  if (!gradients_described_.empty()) updates += ", gradients pushed " + gradients_described_;
   if (consistency_ == "async") updates = "asynchronous updates";
   if (consistency_ == "bounded")
     updates = "updates at most " + std::to_string(local_->parts().job->strategy.staleness) +
@@ -107,13 +112,13 @@ StepFigures ParameterServerStrategy::step(const StepInput& in) {
   if (syncsBatchStats() && in.batch.global_size < worldSize()) return StepFigures{};
   if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
   const int64_t batch = in.update - 1;  // each step is one global batch
+  if (lockstep()) return stepTogether(in, batch);
   BatchFigures f;
   // Losses announced since the last step: their slices of the batches
   // already stepped are caught up on first.
-  if (!lockstep()) f += takeOverLosses(batch - 1, in.lr, false);
+  f += takeOverLosses(batch - 1, in.lr, false);
   f += computeAndPush(in, batch, rank());
-  if (!lockstep())
-    for (int slice : handover_.inherited(rank(), batch)) f += pushTakenOver(batch, slice, in.lr);
+  for (int slice : handover_.inherited(rank(), batch)) f += pushTakenOver(batch, slice, in.lr);
   last_batch_ = batch;
   last_lr_ = in.lr;
   StepFigures out{f, false, measuredFigures()};
@@ -128,21 +133,12 @@ StepFigures ParameterServerStrategy::step(const StepInput& in) {
 BatchFigures ParameterServerStrategy::computeAndPush(const StepInput& in, int64_t batch, int slice) {
   const TrainingParts& parts = local_->parts();
   ReplicaSet& replicas = *parts.replicas;
-  if (gradients_) {  // sync on the CPU: in parts during backward
-    ++pushes_;
-    part_lr_ = in.lr;
-    const BatchFigures f = gradients_->compute(in);
-    PhaseSpan span(parts.profile, DevicePhase::Communication);
-    shards_->pullAfterParts(pushes_, in.lr, replicas.grads().data(), replicas.store().params().data());
-    replicas.grads().zero();
-    return f;
-  }
   const BatchFigures f = local_->computeGradients(in, nullptr);
   local_->sumReplicas();
   // Asynchronous pushes are clipped each on its own, to the share of the norm
   // one worker's part of a global batch stands for.
   const double clip_norm = parts.job->train.grad_clip_norm;
-  if (clip_norm > 0 && consistency_ != "sync") local_->clip(clip_norm / worldSize());
+  if (clip_norm > 0) local_->clip(clip_norm / worldSize());
   PhaseSpan span(parts.profile, DevicePhase::Communication);
   ParamStore& store = replicas.store();
   ++pushes_;
@@ -158,19 +154,138 @@ BatchFigures ParameterServerStrategy::computeAndPush(const StepInput& in, int64_
   return f;
 }
 
-BatchFigures ParameterServerStrategy::pushTakenOver(int64_t batch, int slice, double lr) {
+const Batch& ParameterServerStrategy::readSlice(int64_t batch, int slice) {
   const TrainingParts& parts = local_->parts();
   std::unique_ptr<BatchLoader>& loader = slice_loaders_[slice];
   if (!loader) loader = parts.slice_loader(Shard{slice, worldSize()});
   const int64_t epoch = batch / parts.batches_per_epoch;
   const int64_t in_epoch = batch % parts.batches_per_epoch;
   loader->start(epoch, in_epoch * parts.job->train.batch_size);
-  Batch data;
-  if (!loader->next(data))
+  if (!loader->next(slice_data_))
     throw Error("parameter_server: worker " + std::to_string(slice) + "'s slice of global batch " +
                 std::to_string(batch) + " is past the end of its epoch");
-  return computeAndPush(StepInput{data, lr, batch + 1, dropoutSeedOf(parts.job->job.seed, batch)}, batch,
-                        slice);
+  return slice_data_;
+}
+
+BatchFigures ParameterServerStrategy::pushTakenOver(int64_t batch, int slice, double lr) {
+  const uint64_t seed = dropoutSeedOf(local_->parts().job->job.seed, batch);
+  return computeAndPush(StepInput{readSlice(batch, slice), lr, batch + 1, seed}, batch, slice);
+}
+
+StepFigures ParameterServerStrategy::stepTogether(const StepInput& in, int64_t batch) {
+  const TrainingParts& parts = local_->parts();
+  ReplicaSet& replicas = *parts.replicas;
+  ParamStore& store = replicas.store();
+  together_batch_ = batch;
+  together_lr_ = in.lr;
+  pushed_in_place_.clear();
+  ++pushes_;
+  pushOwnSlice(in, batch);
+  // Slices of workers lost before this step, then of those lost while the
+  // answer is awaited (the update waits for them).
+  takeInLossesTogether(false);
+  pushInPlace();
+  {
+    PhaseSpan span(parts.profile, DevicePhase::Communication);
+    auto while_waiting = [this] {
+      const bool lost = takeInLossesTogether(true);
+      return pushInPlace() || lost;
+    };
+    if (local_->onDevice()) {
+      Tensor params = Tensor::empty(store.params().shape(), Device::cpu());
+      shards_->pull(pushes_, in.lr, params.data(), while_waiting);
+      store.params().copyFrom(params);
+    } else {
+      shards_->pull(pushes_, in.lr, store.params().data(), while_waiting);
+    }
+  }
+  replicas.grads().zero();
+  last_batch_ = batch;
+  last_lr_ = in.lr;
+  const ps::SliceFigures& all = shards_->answeredFigures();
+  StepFigures out;
+  out.host = BatchFigures{all.loss_sum, static_cast<int64_t>(all.correct), static_cast<int64_t>(all.samples)};
+  out.agreed = true;
+  out.stop = all.stop;
+  out.extra = measuredFigures();
+  return out;
+}
+
+BatchFigures ParameterServerStrategy::slicesFigures() {
+  // On a GPU the figures are summed on the device: taken now, as the
+  // gradients' copy to the host has waited for the device already.
+  ReplicaSet& replicas = *local_->parts().replicas;
+  replicas.snapshotDeviceFigures();
+  return replicas.takeDeviceFigures();
+}
+
+void ParameterServerStrategy::pushOwnSlice(const StepInput& in, int64_t batch) {
+  ReplicaSet& replicas = *local_->parts().replicas;
+  if (gradients_) {  // on the CPU: in parts during backward
+    part_lr_ = in.lr;
+    const BatchFigures f = gradients_->compute(in);
+    shards_->finishParts(pushes_, in.lr, replicas.grads().data(), sliceFiguresOf(f, in.stop));
+    return;
+  }
+  const BatchFigures f = local_->computeGradients(in, nullptr);
+  local_->sumReplicas();
+  if (!local_->onDevice()) {
+    shards_->push(pushes_, in.lr, replicas.grads().data(), batch, rank(), sliceFiguresOf(f, in.stop));
+    return;
+  }
+  own_host_grads_ = replicas.grads().to(Device::cpu());  // stays for a resend
+  shards_->push(pushes_, in.lr, own_host_grads_.data(), batch, rank(),
+                sliceFiguresOf(slicesFigures(), in.stop));
+}
+
+bool ParameterServerStrategy::pushInPlace() {
+  bool pushed = false;
+  for (int slice : handover_.inherited(rank(), together_batch_)) {
+    if (!pushed_in_place_.insert(slice).second) continue;
+    ReplicaSet& replicas = *local_->parts().replicas;
+    shards_->keepOwnPush();  // this slice's gradients overwrite this worker's own
+    replicas.grads().zero();
+    const uint64_t seed = dropoutSeedOf(local_->parts().job->job.seed, together_batch_);
+    const StepInput in{readSlice(together_batch_, slice), together_lr_, together_batch_ + 1, seed};
+    BatchFigures f = local_->computeGradients(in, nullptr);
+    local_->sumReplicas();
+    if (local_->onDevice()) {
+      const Tensor grads = replicas.grads().to(Device::cpu());
+      shards_->push(pushes_, together_lr_, grads.data(), together_batch_, slice,
+                    sliceFiguresOf(slicesFigures(), 0));
+    } else {
+      shards_->push(pushes_, together_lr_, replicas.grads().data(), together_batch_, slice,
+                    sliceFiguresOf(f, 0));
+    }
+    pushed = true;
+  }
+  return pushed;
+}
+
+bool ParameterServerStrategy::takeInLossesTogether(bool poll) {
+  if (!poll && shards_->liveWorkers() >= worldSize() - handover_.losses()) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (poll && now - last_loss_poll_ < std::chrono::milliseconds(200)) return false;
+  last_loss_poll_ = now;
+  bool fresh = false;
+  for (const LostRank& lost : readLostRanks(*store_)) {
+    if (lost.rank >= worldSize() || handover_.isLost(lost.rank)) continue;  // a shard's rank, or known
+    // Every slice up to the update under way was applied: the update waits
+    // for this one, and no worker got past it. (A worker that learns of the
+    // loss a step later, the update having come whole, agrees on the owners
+    // of every slice still to come: they do not depend on where it learnt.)
+    DoneSlices done;
+    done.own_upto = together_batch_ - 1;
+    handover_.lose(lost.rank, done);
+    fresh = true;
+    if (isChief() && local_->parts().say)
+      local_->parts().say("parameter server: lost worker " + std::to_string(lost.rank) + " (host " +
+                          lost.host + ") during global batch " + std::to_string(together_batch_) + "; " +
+                          std::to_string(worldSize() - handover_.losses()) +
+                          " workers compute its slices from there on (the global batch stays " +
+                          std::to_string(local_->parts().job->train.batch_size) + ")");
+  }
+  return fresh;
 }
 
 BatchFigures ParameterServerStrategy::takeOverLosses(int64_t upto, double lr, bool poll) {
@@ -206,14 +321,22 @@ BatchFigures ParameterServerStrategy::takeOverLosses(int64_t upto, double lr, bo
 void ParameterServerStrategy::drainUpdates() {
   if (lockstep() || drained_ || !shards_) return;
   drained_ = true;
+  meetAtEnd(true);
+}
+
+void ParameterServerStrategy::meetAtEnd(bool take_over) {
   const std::string drained_key = "parameter_server/drained";
   auto doneKey = [](int r) { return "parameter_server/finished/" + std::to_string(r); };
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + secondsToMillis(timeout_s_);
   int said = -1, done_seen = 0;
   for (;;) {
-    // A worker lost now still hands its undone slices to those still here.
-    takeOverLosses(last_batch_, last_lr_, true);
+    // A worker lost now still hands its undone slices to those still here
+    // (sync: every slice of every update is in; only the count matters).
+    if (take_over)
+      takeOverLosses(last_batch_, last_lr_, true);
+    else
+      takeInLossesTogether(true);
     const int losses = handover_.losses();
     if (losses != said) {  // done with the slices of every loss known so far
       const std::string v = std::to_string(losses);
@@ -235,7 +358,7 @@ void ParameterServerStrategy::drainUpdates() {
         store_->set(drained_key, Bytes{1});
         // The final evaluation is of the model every worker's updates made,
         // the one the final checkpoint holds, not of the chief's last pull.
-        collectState(local_->parts().replicas->store(), *local_->parts().optimizer);
+        if (take_over) collectState(local_->parts().replicas->store(), *local_->parts().optimizer);
         return;
       }
       if (done != done_seen) {  // the deadline is for one worker at a time
@@ -271,7 +394,44 @@ std::vector<std::pair<std::string, double>> ParameterServerStrategy::measuredFig
 }
 
 void ParameterServerStrategy::agreeOnBuffers(ParamStore& buffers) {
-  averageBuffers(*workers_, buffers, syncsBatchStats());
+  if (!lockstep()) return;  // the chief's own are saved
+  if (syncsBatchStats() || worldSize() == 1 || buffers.size() == 0) return;
+  // Averaged over the workers not lost, through the store: a collective of
+  // the workers would wait for a lost one for ever.
+  const int64_t round = ++buffer_rounds_;
+  auto key = [round](int r) {
+    return "parameter_server/buffers/" + std::to_string(round) + "/" + std::to_string(r);
+  };
+  Tensor host = buffers.params().to(Device::cpu());
+  const auto bytes = static_cast<size_t>(host.numel()) * sizeof(float);
+  const auto* mine = reinterpret_cast<const uint8_t*>(host.data());
+  store_->set(key(rank()), Bytes(mine, mine + bytes));
+  std::vector<double> sums(static_cast<size_t>(host.numel()), 0.0);
+  int counted = 0;
+  using Clock = std::chrono::steady_clock;
+  for (int r = 0; r < worldSize(); ++r) {
+    const auto deadline = Clock::now() + secondsToMillis(timeout_s_);
+    while (!handover_.isLost(r) && !store_->check(key(r))) {
+      if (Clock::now() > deadline)
+        throw CommError("parameter server: worker " + std::to_string(r) +
+                        " did not share its batch-norm statistics within " +
+                        std::to_string(static_cast<int>(timeout_s_)) + " s ([cluster] collective_timeout_s)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      takeInLossesTogether(true);
+    }
+    if (handover_.isLost(r) && !store_->check(key(r))) continue;
+    const Bytes theirs =
+        r == rank() ? Bytes(mine, mine + bytes) : store_->get(key(r), secondsToMillis(timeout_s_));
+    if (theirs.size() != bytes)
+      throw CommError("parameter server: worker " + std::to_string(r) + " shared " +
+                      std::to_string(theirs.size()) + " bytes of batch-norm statistics for " +
+                      std::to_string(bytes) + "; start every worker from the same job file and dtrain build");
+    const auto* v = reinterpret_cast<const float*>(theirs.data());
+    for (size_t i = 0; i < sums.size(); ++i) sums[i] += v[i];
+    ++counted;
+  }
+  for (size_t i = 0; i < sums.size(); ++i) host.data()[i] = static_cast<float>(sums[i] / counted);
+  buffers.params().copyFrom(host);
 }
 
 void ParameterServerStrategy::collectState(ParamStore& params, Optimizer& optimizer) {
@@ -292,10 +452,10 @@ void ParameterServerStrategy::collectState(ParamStore& params, Optimizer& optimi
 void ParameterServerStrategy::finish() {
   if (finished_ || !shards_) return;
   finished_ = true;
-  // Every worker's last push is answered. Workers at their own pace meet
-  // through the store, which survives a lost worker; the collectives would not.
+  // Every worker's last push is answered. The workers meet through the
+  // store, which survives a lost worker; the collectives would not.
   if (lockstep())
-    workers_->barrier();
+    meetAtEnd(false);
   else
     drainUpdates();
   if (isChief()) shards_->stop();

@@ -6,20 +6,27 @@
 // every worker's push of t has arrived, so training is the same as mirrored's
 // with the same global batch, up to the order of the gradient sums.
 //
-// Asynchronous and bounded runs survive the loss of workers other than the
-// chief ([strategy] min_workers): the rendezvous announces the loss, the
-// shards drop the worker and publish what its pushes covered, and the
-// survivors take over its remaining slices of every global batch
+// Runs survive the loss of workers other than the chief ([strategy]
+// min_workers): the rendezvous announces the loss, the shards drop the
+// worker, and the survivors take over its slices of every global batch
 // (slice_handover.h), so no sample is skipped and none is used twice.
+// Asynchronous and bounded: from what the shards saw applied of its pushes.
+// Synchronous: from the update under way, which waits for its slice; the
+// global batch and its slices stay as they were, so the training is the same
+// as without the loss up to the order of float sums.
 //
 // The chief (worker 0) hands the shards their parameters and optimizer state
 // when the run starts (its checkpoint's, on a resume) and gathers them back
 // for each checkpoint, which holds the same files as every other strategy's.
-// Figures, broadcasts and batch-norm statistics go through the workers' own
-// collectives; the shards take no part in them.
+// The workers' own collectives serve only the start (the chief's state to
+// every worker): a synchronous step's figures come summed with the shards'
+// answer, batch-norm statistics are averaged through the store, the chief
+// evaluates alone, and the workers meet at the end through the store.
 #pragma once
+#include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +64,7 @@ class ParameterServerStrategy : public Strategy {
   StepFigures step(const StepInput& in) override;
   // Synchronous updates step together; asynchronous and bounded ones do not.
   bool lockstep() const override { return consistency_ == "sync"; }
+  bool evaluatesTogether() const override { return false; }
   void agreeOnBuffers(ParamStore& buffers) override;
   void collectState(ParamStore& params, Optimizer& optimizer) override;
   // Workers at their own pace: each says it is done and waits (taking over
@@ -74,9 +82,28 @@ class ParameterServerStrategy : public Strategy {
   // `batch`), pushed to the shards as this worker's next update; the
   // parameters answered are taken.
   BatchFigures computeAndPush(const StepInput& in, int64_t batch, int slice);
+  // Worker `slice`'s slice of global batch `batch`, read with a loader of its own.
+  const Batch& readSlice(int64_t batch, int slice);
   // The slice `slice` of global batch `batch`, read and pushed (a lost
   // worker's, taken over).
   BatchFigures pushTakenOver(int64_t batch, int slice, double lr);
+  // Synchronous: this worker's slice pushed, then the slices of lost
+  // workers it computes in their place, then every shard's answer.
+  StepFigures stepTogether(const StepInput& in, int64_t batch);
+  void pushOwnSlice(const StepInput& in, int64_t batch);
+  // The lost workers' slices of the update under way this worker owns and
+  // has not pushed yet, computed and pushed; whether there were any.
+  bool pushInPlace();
+  // Synchronous: takes in the losses announced (`poll`: ask the store, at
+  // most every 200 ms; else only when a shard's answer reported one);
+  // whether there were new ones.
+  bool takeInLossesTogether(bool poll);
+  // On a GPU: the figures of the slices computed since the last call.
+  BatchFigures slicesFigures();
+  // Every worker says it is done and the chief waits, through the store,
+  // for every worker not lost (`take_over`: taking over the slices of
+  // workers lost meanwhile, then gathering the shards' state).
+  void meetAtEnd(bool take_over);
   // Takes in the losses announced since the last call (`poll`: ask the
   // store even when no shard has reported one) and catches up on the slices
   // of batches up to `upto` they handed to this worker.
@@ -92,13 +119,22 @@ class ParameterServerStrategy : public Strategy {
   ShardPlacement placement_;
   std::unique_ptr<ShardClients> shards_;
   std::unique_ptr<GradientSum> gradients_;  // sync on the CPU: pushes in parts during backward
-  double part_lr_ = 0;                      // the learning rate the parts of this step carry
+  std::string gradients_described_;
+  double part_lr_ = 0;  // the learning rate the parts of this step carry
   Store* store_;
   int64_t pushes_ = 0;  // updates this worker has pushed (the shards' clock of it)
   SliceHandover handover_;
   std::map<int, std::unique_ptr<BatchLoader>> slice_loaders_;  // by slice: lost workers' data
   int64_t last_batch_ = -1;                                    // the latest global batch this worker stepped
   double last_lr_ = 0;
+  // Synchronous: the update under way, and the lost workers' slices of it pushed.
+  int64_t together_batch_ = 0;
+  double together_lr_ = 0;
+  std::set<int> pushed_in_place_;
+  std::chrono::steady_clock::time_point last_loss_poll_{};
+  Tensor own_host_grads_;  // on a GPU: this worker's push, kept for a resend
+  Batch slice_data_;
+  int64_t buffer_rounds_ = 0;  // agreeOnBuffers calls
   bool drained_ = false;
   bool finished_ = false;
 };

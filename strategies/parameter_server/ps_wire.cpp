@@ -16,7 +16,7 @@ namespace dtrain::ps {
 namespace {
 
 constexpr uint32_t kMagic = 0x31535044;  // "DPS1"
-constexpr uint16_t kVersion = 3;
+constexpr uint16_t kVersion = 4;
 
 // The header as it travels: fixed layout, little-endian hosts only (x86-64
 // and aarch64 Linux, what dtrain builds for).
@@ -37,12 +37,15 @@ struct WireHeader {
   double rate;
   int64_t batch;
   int32_t live;
-  int32_t unused2;
+  int32_t stop;
   int64_t offset;
+  double loss_sum;
+  double correct;
+  double samples;
 };
-static_assert(sizeof(WireHeader) == 96, "the wire header has a fixed size");
+static_assert(sizeof(WireHeader) == 120, "the wire header has a fixed size");
 
-bool knownKind(uint8_t k) { return k >= 1 && k <= 9; }
+bool knownKind(uint8_t k) { return k >= 1 && k <= 10; }
 
 WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   WireHeader w{};
@@ -62,6 +65,10 @@ WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   w.slice = h.slice;
   w.live = h.live;
   w.offset = h.offset;
+  w.stop = h.figures.stop;
+  w.loss_sum = h.figures.loss_sum;
+  w.correct = h.figures.correct;
+  w.samples = h.figures.samples;
   return w;
 }
 
@@ -87,6 +94,8 @@ const char* kindName(Kind kind) {
       return "failure";
     case Kind::PushPart:
       return "push part";
+    case Kind::Figures:
+      return "figures";
   }
   return "?";
 }
@@ -132,6 +141,7 @@ Header headerOf(const WireHeader& w) {
   h.slice = w.slice;
   h.live = w.live;
   h.offset = w.offset;
+  h.figures = SliceFigures{w.loss_sum, w.correct, w.samples, w.stop};
   return h;
 }
 
@@ -151,7 +161,7 @@ void send(zmq::socket_t& socket, const Header& h, const std::vector<std::pair<co
           const std::string* routing) {
   const WireHeader w = wireHeaderOf(h, static_cast<int32_t>(frames.size()));
   Faults& f = faults();
-  if (f.on && (h.kind == Kind::Push || h.kind == Kind::Params)) {
+  if (f.on && (h.kind == Kind::Push || h.kind == Kind::Params || h.kind == Kind::Figures)) {
     std::uniform_real_distribution<double> chance(0.0, 1.0);
     if (f.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f.rng() % (f.delay_ms + 1)));
     if (chance(f.rng) < f.drop) return;

@@ -25,7 +25,28 @@ enum class Kind : uint8_t {
   // `offset` floats into the shard's slice, sent as backward produces it; the
   // worker then awaits Params as after a Push (and sends the whole Push again
   // when no answer comes)
-  PushPart = 9
+  PushPart = 9,
+  // worker -> shard (sync): the figures of the worker's slice of update
+  // `update`, once its parts are sent (a whole Push carries them itself)
+  Figures = 10
+};
+
+// A sync push's figures of the samples it covers; a sync answer's, summed
+// over every slice of the update (the step's figures, as every worker logs
+// them), with `stop` a signal some worker was asked to stop by (else 0), so
+// that every worker stops after the same step.
+struct SliceFigures {
+  double loss_sum = 0;
+  double correct = 0;
+  double samples = 0;
+  int32_t stop = 0;
+  SliceFigures& operator+=(const SliceFigures& o) {
+    loss_sum += o.loss_sum;
+    correct += o.correct;
+    samples += o.samples;
+    stop = stop ? stop : o.stop;
+    return *this;
+  }
 };
 
 struct Header {
@@ -46,8 +67,9 @@ struct Header {
   // worker's remaining slices can be handed to the others.
   int64_t batch = -1;
   int32_t slice = -1;
-  int32_t live = 0;    // Params: the workers not lost
-  int64_t offset = 0;  // PushPart: where its floats go in the shard's slice
+  int32_t live = 0;        // Params: the workers not lost
+  int64_t offset = 0;      // PushPart: where its floats go in the shard's slice
+  SliceFigures figures{};  // sync Push, Figures, Params (see SliceFigures)
 };
 
 // A payload frame as it arrived: its floats are read in place, not copied

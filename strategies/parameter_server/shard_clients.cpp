@@ -25,6 +25,7 @@ ShardClients::ShardClients(const std::vector<std::string>& endpoints, const Shar
     ranges_.push_back(placement.rangesOf(s));
     versions_.push_back(0);
     pushed_.push_back(nullptr);
+    own_copy_.emplace_back();
     last_step_.emplace_back();
     scratch_.emplace_back(static_cast<size_t>(placement.shard_floats[static_cast<size_t>(s)]));
     sockets_.emplace_back(context_, zmq::socket_type::dealer);
@@ -44,10 +45,6 @@ ShardClients::~ShardClients() = default;
 ps::Header ShardClients::header(ps::Kind kind, int shard, int64_t update, double lr) const {
   ps::Header h{kind, worker_, shard, update, lr, generation_, 0};
   h.version = versions_[static_cast<size_t>(shard)];  // the parameters this worker holds
-  if (kind == ps::Kind::Push) {
-    h.batch = push_batch_;
-    h.slice = push_slice_;
-  }
   return h;
 }
 
@@ -126,16 +123,48 @@ void ShardClients::init(const float* params, const std::vector<const float*>& st
   // Every worker starts from the chief's parameters, which are the shards' version `updates_done`.
 }
 
+void ShardClients::push(int64_t update, double lr, const float* grads, int64_t batch, int of_worker,
+                        const ps::SliceFigures& figures) {
+  const bool own = of_worker < 0 || of_worker == worker_;
+  if (own) {
+    push_batch_ = batch;
+    push_slice_ = of_worker;
+    push_figures_ = figures;
+    in_place_.clear();
+  } else {
+    keepOwnPush();  // its slices may be in scratch_, which this push overwrites
+    in_place_.push_back(PushInPlace{batch, of_worker, figures, {}});
+  }
+  for (int s = 0; s < shards(); ++s) {
+    const auto n = placement_.shard_floats[static_cast<size_t>(s)];
+    const float* data = slice(s, grads);
+    if (own) {
+      pushed_[static_cast<size_t>(s)] = data;  // kept for a repeat while `grads` stays
+    } else {
+      in_place_.back().per_shard.emplace_back(data, data + n);
+      data = in_place_.back().per_shard.back().data();
+    }
+    ps::Header h = header(ps::Kind::Push, s, update, lr);
+    h.batch = batch;
+    h.slice = of_worker;
+    h.figures = figures;
+    ps::send(sockets_[static_cast<size_t>(s)], h, {{data, n}});
+  }
+}
+
 void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, float* params, int64_t batch,
                                int of_worker) {
-  push_batch_ = batch;
-  push_slice_ = of_worker;
+  push(update, lr, grads, batch, of_worker);
+  pull(update, lr, params);
+}
+
+void ShardClients::keepOwnPush() {
   for (int s = 0; s < shards(); ++s) {
-    pushed_[static_cast<size_t>(s)] = slice(s, grads);  // kept for a repeat while `grads` stays
-    ps::send(sockets_[static_cast<size_t>(s)], header(ps::Kind::Push, s, update, lr),
-             {{pushed_[static_cast<size_t>(s)], placement_.shard_floats[static_cast<size_t>(s)]}});
+    const auto i = static_cast<size_t>(s);
+    if (!pushed_[i] || pushed_[i] == own_copy_[i].data()) continue;
+    own_copy_[i].assign(pushed_[i], pushed_[i] + placement_.shard_floats[i]);
+    pushed_[i] = own_copy_[i].data();
   }
-  awaitAnswers(update, lr, params);
 }
 
 void ShardClients::pushPart(int64_t update, double lr, const float* grads, int64_t begin, int64_t end) {
@@ -153,18 +182,31 @@ void ShardClients::pushPart(int64_t update, double lr, const float* grads, int64
   }
 }
 
-void ShardClients::pullAfterParts(int64_t update, double lr, const float* grads, float* params) {
+void ShardClients::finishParts(int64_t update, double lr, const float* grads,
+                               const ps::SliceFigures& figures) {
   push_batch_ = -1;
   push_slice_ = -1;
-  // Sent again whole if no answer comes.
-  for (int s = 0; s < shards(); ++s) pushed_[static_cast<size_t>(s)] = slice(s, grads);
-  awaitAnswers(update, lr, params);
+  push_figures_ = figures;
+  in_place_.clear();
+  for (int s = 0; s < shards(); ++s) {
+    // Sent again whole if no answer comes.
+    pushed_[static_cast<size_t>(s)] = slice(s, grads);
+    ps::Header h = header(ps::Kind::Figures, s, update, lr);
+    h.figures = figures;
+    ps::send(sockets_[static_cast<size_t>(s)], h, {});
+  }
 }
 
-void ShardClients::awaitAnswers(int64_t update, double lr, float* params) {
+void ShardClients::pull(int64_t update, double lr, float* params,
+                        const std::function<bool()>& while_waiting) {
   const std::string what = "update " + std::to_string(update);
+  // Taken in only once every shard has answered: a worker computing a lost
+  // worker's slice meanwhile needs the parameters the update is of.
+  std::vector<ps::Message> answers;
+  for (int s = 0; s < shards(); ++s) answers.push_back(awaitParams(s, update, lr, what, while_waiting));
+  answered_figures_ = answers[0].header.figures;  // every shard sums the same
   for (int s = 0; s < shards(); ++s) {
-    const ps::Message m = awaitParams(s, update, lr, what);
+    const ps::Message& m = answers[static_cast<size_t>(s)];
     unslice(s, m.payload[0].data(), params);
     versions_[static_cast<size_t>(s)] = m.header.version;
     max_staleness_ = std::max(max_staleness_, m.header.staleness);
@@ -176,17 +218,21 @@ void ShardClients::awaitAnswers(int64_t update, double lr, float* params) {
   }
 }
 
-ps::Message ShardClients::awaitParams(int shard, int64_t update, double lr, const std::string& what) {
+ps::Message ShardClients::awaitParams(int shard, int64_t update, double lr, const std::string& what,
+                                      const std::function<bool()>& while_waiting) {
   // A push or its answer may be lost on the way: the push is sent again,
   // less and less often, until the answer comes or the deadline passes. The
   // shard applies each (worker, update) once and answers a repeat again, so
   // a repeat is harmless; answers to earlier repeats are dropped here.
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
   int resend_ms = kFirstResendMs;
+  Clock::time_point resend_at = Clock::now() + std::chrono::milliseconds(resend_ms);
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    const int wait_ms = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, resend_ms)));
+    const auto until = std::min(deadline, resend_at);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    int wait_ms = static_cast<int>(std::max<int64_t>(0, left));
+    if (while_waiting) wait_ms = std::min(wait_ms, kWaitingCallMs);
     std::optional<ps::Message> m = tryAwait(shard, ps::Kind::Params, what, wait_ms);
     if (m) {
       if (m->header.update < update) continue;  // the answer to an earlier repeat
@@ -195,15 +241,33 @@ ps::Message ShardClients::awaitParams(int shard, int64_t update, double lr, cons
                         " with the parameters of update " + std::to_string(m->header.update));
       return std::move(*m);
     }
+    if (while_waiting && while_waiting()) deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
     if (Clock::now() >= deadline)
       throw CommError("parameter-server shard " + std::to_string(shard) + " (" +
                       endpoints_[static_cast<size_t>(shard)] + ") did not answer " + what + " within " +
                       std::to_string(timeout_ms_ / 1000) +
                       " s; is it alive? ([cluster] collective_timeout_s)");
-    ps::send(sockets_[static_cast<size_t>(shard)], header(ps::Kind::Push, shard, update, lr),
-             {{pushed_[static_cast<size_t>(shard)], placement_.shard_floats[static_cast<size_t>(shard)]}});
+    if (Clock::now() < resend_at) continue;
+    resend(shard, update, lr);
     ++resends_;
     resend_ms = std::min(resend_ms * 2, kLastResendMs);
+    resend_at = Clock::now() + std::chrono::milliseconds(resend_ms);
+  }
+}
+
+void ShardClients::resend(int shard, int64_t update, double lr) {
+  const auto s = static_cast<size_t>(shard);
+  const int64_t n = placement_.shard_floats[s];
+  ps::Header h = header(ps::Kind::Push, shard, update, lr);
+  h.batch = push_batch_;
+  h.slice = push_slice_;
+  h.figures = push_figures_;
+  ps::send(sockets_[s], h, {{pushed_[s], n}});
+  for (const PushInPlace& p : in_place_) {
+    h.batch = p.batch;
+    h.slice = p.slice;
+    h.figures = p.figures;
+    ps::send(sockets_[s], h, {{p.per_shard[s].data(), n}});
   }
 }
 

@@ -10,6 +10,7 @@
 // Not thread-safe: the trainer's thread.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,18 +31,33 @@ class ShardClients {
   // host buffers, the state buffers in the optimizer's order) and the number
   // of updates done; waits for every shard's answer.
   void init(const float* params, const std::vector<const float*>& state, int64_t updates_done);
-  // Pushes update `update`'s gradients (flat, host) to every shard and
-  // writes the parameters the shards answer with into `params` (flat, host).
-  // The gradients are of worker `of_worker`'s slice of global batch `batch`
-  // (-1: not said), which the shards note for a handover.
-  void pushAndPull(int64_t update, double lr, const float* grads, float* params, int64_t batch = -1,
-                   int of_worker = -1);
+  // Sends update `update`'s gradients (flat, host) whole to every shard,
+  // without waiting for the answer. They are of worker `of_worker`'s slice
+  // of global batch `batch` (-1: not said), which the shards note for a
+  // handover: this worker's own, or in a synchronous run a lost worker's
+  // slice it computes in its place (kept here for a resend until the answer).
+  // `figures`: the slice's (sync).
+  void push(int64_t update, double lr, const float* grads, int64_t batch, int of_worker,
+            const ps::SliceFigures& figures = {});
   // Synchronous pushes in parts, sent while backward runs: the flat range
   // [begin, end) of update `update`'s gradients (grads is the flat buffer),
-  // cut by the placement; then, once every part is sent, the answer into
-  // `params` (the whole push is sent again from `grads` if it does not come).
+  // cut by the placement; then, once every part is sent, finishParts sends
+  // the slice's figures and keeps `grads` to send whole if no answer comes.
   void pushPart(int64_t update, double lr, const float* grads, int64_t begin, int64_t end);
-  void pullAfterParts(int64_t update, double lr, const float* grads, float* params);
+  void finishParts(int64_t update, double lr, const float* grads, const ps::SliceFigures& figures);
+  // Copies this worker's own push, whose gradients are about to be
+  // overwritten (by a lost worker's slice computed in the same buffer).
+  void keepOwnPush();
+  // Every shard's answer to this worker's pushes of `update`, into `params`
+  // (flat, host), once all have come: the parameters stay as they were
+  // while any is awaited. `while_waiting` is called every ~200 ms meanwhile
+  // (it may push more); when it says it did something, the deadline starts again.
+  void pull(int64_t update, double lr, float* params, const std::function<bool()>& while_waiting = {});
+  // push and pull, for this worker's own slice.
+  void pushAndPull(int64_t update, double lr, const float* grads, float* params, int64_t batch = -1,
+                   int of_worker = -1);
+  // Sync: the figures of the last update pulled, summed over its slices.
+  const ps::SliceFigures& answeredFigures() const { return answered_figures_; }
   // The chief: every shard's parameters and optimizer state into the flat buffers.
   void gather(float* params, const std::vector<float*>& state);
   // The chief: the run is over; each shard answers and exits.
@@ -78,10 +94,11 @@ class ShardClients {
   // The same within `wait_ms`, or nothing.
   std::optional<ps::Message> tryAwait(int shard, ps::Kind kind, const std::string& what, int wait_ms);
   // The answer to this worker's push of `update`, pushing again while it does not come.
-  ps::Message awaitParams(int shard, int64_t update, double lr, const std::string& what);
+  ps::Message awaitParams(int shard, int64_t update, double lr, const std::string& what,
+                          const std::function<bool()>& while_waiting);
+  // Sends the pushes of `update` to shard s again: this worker's own and those in lost workers' places.
+  void resend(int shard, int64_t update, double lr);
   ps::Header header(ps::Kind kind, int shard, int64_t update, double lr = 0) const;
-  // Every shard's answer to this worker's push of `update`, into `params`.
-  void awaitAnswers(int64_t update, double lr, float* params);
 
   ShardPlacement placement_;
   std::vector<std::vector<PlacedRange>> ranges_;  // per shard
@@ -93,16 +110,30 @@ class ShardClients {
   std::vector<std::string> endpoints_;
   std::vector<std::vector<float>> scratch_;  // per shard
   std::vector<int64_t> versions_;            // per shard: the version of the parameters last taken
-  std::vector<const float*> pushed_;         // per shard: the slice of the push under way
+  // This worker's own push under way: per shard its slice (in the caller's
+  // buffer or scratch_, or own_copy_ once kept), what it covers, its figures.
+  std::vector<const float*> pushed_;
+  std::vector<std::vector<float>> own_copy_;
+  int64_t push_batch_ = -1;
+  int push_slice_ = -1;
+  ps::SliceFigures push_figures_;
+  // Slices of lost workers pushed in their places for the update under way.
+  struct PushInPlace {
+    int64_t batch;
+    int slice;
+    ps::SliceFigures figures;
+    std::vector<std::vector<float>> per_shard;
+  };
+  std::vector<PushInPlace> in_place_;
+  ps::SliceFigures answered_figures_;
   int64_t max_staleness_ = 0;
   int64_t resends_ = 0;
   int live_ = 1 << 30;
-  int64_t push_batch_ = -1;  // what the push under way covers
-  int push_slice_ = -1;
   std::vector<ShardStep> last_step_;  // per shard
   // A push unanswered this long is sent again, then after twice as long, up to the last.
   static constexpr int kFirstResendMs = 250;
   static constexpr int kLastResendMs = 4000;
+  static constexpr int kWaitingCallMs = 200;
 };
 
 }  // namespace dtrain

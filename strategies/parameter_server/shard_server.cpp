@@ -31,12 +31,16 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
       scale_lr_(job.strategy.scale_lr_by_staleness),
       pending_(static_cast<size_t>(workers)),
       arrived_(static_cast<size_t>(workers), false),
+      figures_(static_cast<size_t>(workers)),
+      figures_in_(static_cast<size_t>(workers), false),
+      pusher_(static_cast<size_t>(workers), -1),
+      awaiting_(static_cast<size_t>(workers), false),
+      parts_seen_(static_cast<size_t>(workers)),
+      floats_in_(static_cast<size_t>(workers), 0),
       reply_to_(static_cast<size_t>(workers)),
       clocks_(static_cast<size_t>(workers), 0),
       waiting_(static_cast<size_t>(workers), false),
       staleness_of_(static_cast<size_t>(workers), 0),
-      parts_seen_(static_cast<size_t>(workers)),
-      floats_in_(static_cast<size_t>(workers), 0),
       done_(static_cast<size_t>(workers)),
       lost_(static_cast<size_t>(workers), false),
       live_(workers) {
@@ -102,15 +106,14 @@ void ShardServer::dropWorker(int worker) {
   lost_[w] = true;
   --live_;
   waiting_[w] = false;
-  arrived_[w] = false;
+  awaiting_[w] = false;
   std::fprintf(stderr, "dtrain: parameter-server shard %d: worker %d lost after its update %lld\n", shard_,
                worker, static_cast<long long>(clocks_[w]));
   if (watch_.publish) watch_.publish(worker, done_[w]);
-  // The slowest clock no longer counts it: workers waiting for it go on.
-  if (consistency_ == "sync")
-    applyPending();
-  else
-    answerWaiting();
+  // Sync: the update still waits for its slice, which a survivor pushes in
+  // its place (the slice's parts it sent stay). Else the slowest clock no
+  // longer counts it: workers waiting for it go on.
+  if (consistency_ != "sync") answerWaiting();
 }
 
 void ShardServer::refuse(const ps::Header& h, const std::string& routing, const std::string& why) {
@@ -144,6 +147,9 @@ void ShardServer::handle(const ps::Message& m, const std::string& routing) {
       return;
     case ps::Kind::PushPart:
       pushPart(m, routing);
+      return;
+    case ps::Kind::Figures:
+      sliceFigures(m, routing);
       return;
     case ps::Kind::Gather: {
       if (!initialized_) return refuse(h, routing, "gather before init");
@@ -208,10 +214,13 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
         h, routing,
         workerName(h.worker) +
             " was lost and dropped from the run (the others took over its samples); it may not push");
+  // Sync: a survivor pushes a lost worker's slice in its place.
+  const int slice = sliceOf(h);
   if (h.update <= clocks_[w]) {
     // Applied already: a retry whose answer was lost gets the parameters
-    // again (unless its answer still waits for the slowest worker).
-    if (!waiting_[w]) replyParams(routing, h.worker, h.update, 0);
+    // again (unless its answer still waits for the slowest worker); a slice
+    // pushed for a lost worker that arrived by other means needs no answer.
+    if (!waiting_[w] && slice == h.worker) replyParams(routing, h.worker, h.update, 0);
     return;
   }
   if (h.update != clocks_[w] + 1)
@@ -223,15 +232,25 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
                   workerName(h.worker) + " pushed " + std::to_string(m.payload[0].size()) +
                       " gradients for " + std::to_string(params_.size()) + " parameters");
   if (consistency_ == "sync") {
-    if (arrived_[w]) return;  // a duplicate of a pending push: the first one counts
-    pending_[w] = m.payload[0].toVector();
-    arrived_[w] = true;
-    reply_to_[w] = routing;
-    if (h.worker == 0) pending_lr_ = h.lr;  // every worker schedules the same; the chief's is used
-    // It holds the parts it had not sent (a push sent whole after its parts, or instead of them).
-    for (auto& [offset, part] : parts_)
-      if (!parts_seen_[w].count(offset)) ++part.arrived;
-    sumReadyParts();
+    const auto sl = static_cast<size_t>(slice);
+    if (slice == h.worker) {  // its own: it awaits the answer
+      awaiting_[w] = true;
+      reply_to_[w] = routing;
+    }
+    pending_lr_ = h.lr;  // every worker schedules the same learning rate
+    if (!figures_in_[sl]) {
+      figures_[sl] = h.figures;
+      figures_in_[sl] = true;
+    }
+    if (!arrived_[sl]) {  // else a duplicate of a pending push: the first one counts
+      pending_[sl] = m.payload[0].toVector();
+      arrived_[sl] = true;
+      pusher_[sl] = h.worker;
+      // It holds the parts not sent (a push sent whole after its parts, or instead of them).
+      for (auto& [offset, part] : parts_)
+        if (!parts_seen_[sl].count(offset)) ++part.arrived;
+      sumReadyParts();
+    }
     applyPending();
     return;
   }
@@ -307,28 +326,51 @@ void ShardServer::pushPart(const ps::Message& m, const std::string& routing) {
     return refuse(h, routing,
                   workerName(h.worker) + " pushed floats [" + std::to_string(h.offset) + ", " +
                       std::to_string(h.offset + len) + ") of a slice of " + std::to_string(n));
+  awaiting_[w] = true;  // parts are of a worker's own slice
+  reply_to_[w] = routing;
   if (arrived_[w] || parts_seen_[w].count(h.offset)) return;  // held already (a repeat)
   if (static_cast<int64_t>(pending_[w].size()) != n) pending_[w].assign(static_cast<size_t>(n), 0.0f);
   std::memcpy(pending_[w].data() + h.offset, m.payload[0].data(), static_cast<size_t>(len) * sizeof(float));
   parts_seen_[w].insert(h.offset);
   floats_in_[w] += len;
-  reply_to_[w] = routing;
-  if (h.worker == 0) pending_lr_ = h.lr;
+  pusher_[w] = h.worker;
+  pending_lr_ = h.lr;
   auto [it, fresh] = parts_.emplace(h.offset, Part{len, 0, false});
-  if (fresh)  // the workers whose whole push came first hold it too
-    for (size_t v = 0; v < arrived_.size(); ++v) it->second.arrived += arrived_[v] && !lost_[v] ? 1 : 0;
+  if (fresh)  // the slices whose whole push came first hold it too
+    for (size_t v = 0; v < arrived_.size(); ++v) it->second.arrived += arrived_[v] ? 1 : 0;
   ++it->second.arrived;
   if (floats_in_[w] == n) arrived_[w] = true;
   sumReadyParts();
   applyPending();
 }
 
+void ShardServer::sliceFigures(const ps::Message& m, const std::string& routing) {
+  const ps::Header& h = m.header;
+  const auto w = static_cast<size_t>(h.worker);
+  if (consistency_ != "sync") return refuse(h, routing, "figures outside a synchronous run");
+  if (!initialized_)
+    return refuse(h, routing, workerName(h.worker) + " sent figures before the chief's init");
+  if (lost_[w]) return refuse(h, routing, workerName(h.worker) + " was lost and dropped from the run");
+  if (h.update != clocks_[w] + 1) return;  // of an update applied (a late repeat): nothing to do
+  const auto sl = static_cast<size_t>(sliceOf(h));
+  awaiting_[w] = awaiting_[w] || sliceOf(h) == h.worker;
+  reply_to_[w] = routing;
+  if (!figures_in_[sl]) {
+    figures_[sl] = h.figures;
+    figures_in_[sl] = true;
+  }
+  applyPending();
+}
+
+int ShardServer::sliceOf(const ps::Header& h) const {
+  return h.slice >= 0 && h.slice < workers_ ? h.slice : h.worker;
+}
+
 void ShardServer::sumRange(int64_t begin, int64_t end) {
-  // In worker order, whatever order they arrived in.
+  // In slice order, whatever order they arrived in and whoever pushed them.
   const size_t bytes = static_cast<size_t>(end - begin) * sizeof(float);
   std::memcpy(summed_.data() + begin, pending_[0].data() + begin, bytes);
   for (size_t w = 1; w < pending_.size(); ++w) {
-    if (lost_[w]) continue;
     const float* g = pending_[w].data();
     for (int64_t i = begin; i < end; ++i) summed_[static_cast<size_t>(i)] += g[i];
   }
@@ -340,7 +382,7 @@ void ShardServer::sumReadyParts() {
   // gradient's norm first, so its parts wait for the last.
   if (job_.train.grad_clip_norm > 0) return;
   for (auto& [offset, part] : parts_) {
-    if (part.summed || part.arrived < live_) continue;
+    if (part.summed || part.arrived < workers_) continue;
     sumRange(offset, offset + part.len);
     optimizer_->update(params_.data(), summed_.data(), offset, offset + part.len,
                        StepInfo{pending_lr_, version_ + 1});
@@ -349,9 +391,9 @@ void ShardServer::sumReadyParts() {
 }
 
 void ShardServer::applyPending() {
+  // Every slice of the update, with its figures, whoever pushed it.
   for (size_t w = 0; w < arrived_.size(); ++w)
-    if (!arrived_[w] && !lost_[w]) return;
-  if (!arrived_[0]) return;  // nothing pending (the chief is never lost)
+    if (!arrived_[w] || !figures_in_[w]) return;
   const auto n = static_cast<int64_t>(summed_.size());
   // What no part has covered yet: the whole slice without parts, else the
   // gaps between the parts summed and the parts not summed.
@@ -375,16 +417,28 @@ void ShardServer::applyPending() {
   }
   for (const auto& [begin, end] : left)
     optimizer_->update(params_.data(), summed_.data(), begin, end, StepInfo{pending_lr_, version_ + 1});
+  if (applied_log_) {
+    const double now_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    for (size_t w = 0; w < pending_.size(); ++w)  // update u is global batch u - 1
+      std::fprintf(applied_log_, "%d %lld %zu %.6f\n", pusher_[w], static_cast<long long>(version_), w,
+                   now_s);
+    std::fflush(applied_log_);
+  }
   ++version_;
   stats_.record(0);
   parts_.clear();
+  answered_figures_ = ps::SliceFigures{};
+  for (size_t w = 0; w < pending_.size(); ++w) answered_figures_ += figures_[w];
   for (size_t w = 0; w < pending_.size(); ++w) {
     parts_seen_[w].clear();
     floats_in_[w] = 0;
-    if (lost_[w]) continue;
+    arrived_[w] = false;
+    figures_in_[w] = false;
+    if (lost_[w] || !awaiting_[w]) continue;
+    awaiting_[w] = false;
     clocks_[w] = version_;
     replyParams(reply_to_[w], static_cast<int>(w), version_, 0);
-    arrived_[w] = false;
   }
 }
 
@@ -393,6 +447,7 @@ void ShardServer::replyParams(const std::string& routing, int worker, int64_t up
   h.version = version_;
   h.staleness = staleness;
   h.live = live_;
+  if (consistency_ == "sync") h.figures = answered_figures_;
   const double served_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   h.rate = served_s > 0 ? static_cast<double>(requests_) / served_s : 0.0;
   ps::send(socket_, h, {{params_.data(), static_cast<int64_t>(params_.size())}}, &routing);

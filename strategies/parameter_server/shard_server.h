@@ -19,11 +19,17 @@
 // parameters (a retry whose answer was lost), so each is applied exactly
 // once; a message of another rendezvous generation is refused.
 //
-// Lost workers (async, bounded): the rendezvous announces a worker it lost
-// and goes on without (LossWatch::lost); the shard then refuses its pushes,
-// leaves it out of the slowest clock, and publishes what its applied pushes
-// covered (slice_handover.h) for the survivors to take over the rest.
+// Lost workers: the rendezvous announces a worker it lost and goes on
+// without (LossWatch::lost); the shard then refuses its pushes. Async and
+// bounded: it leaves the worker out of the slowest clock and publishes what
+// its applied pushes covered (slice_handover.h) for the survivors to take
+// over the rest. Sync: an update is the sum of every slice of its global
+// batch, whoever pushed it, so it waits for the lost worker's slice, which a
+// survivor computes and pushes in its place.
 //
+// Sync pushes carry the figures of their slice (loss, correct, samples, a
+// stop asked for); each answer carries their sums over the update, so the
+// workers agree on a step's figures without a collective of their own.
 // Not thread-safe: serve() runs on the shard's main thread.
 #pragma once
 #include <algorithm>
@@ -83,6 +89,11 @@ class ShardServer {
   void push(const ps::Message& m, const std::string& routing);
   // Sync: part of a worker's push (ps::Kind::PushPart), sent during its backward.
   void pushPart(const ps::Message& m, const std::string& routing);
+  // Sync: the figures of a slice pushed in parts (ps::Kind::Figures).
+  void sliceFigures(const ps::Message& m, const std::string& routing);
+  // Which slice of the global batch a sync message is of: the sender's own,
+  // or the lost worker's it computes in its place.
+  int sliceOf(const ps::Header& h) const;
   // Sums the pending pushes over [begin, end) into summed_, in worker order.
   void sumRange(int64_t begin, int64_t end);
   // Sums and applies the parts every worker has sent (no clipping).
@@ -112,14 +123,21 @@ class ShardServer {
   std::string consistency_;
   int64_t staleness_bound_;
   bool scale_lr_;
-  // The pushes of update version_ + 1, per worker, and where to answer.
+  // Sync: the pushes of update version_ + 1 per slice of the global batch
+  // (slice w is worker w's, or a survivor's in place of a lost w), and per
+  // worker where to answer. Async: per worker, where to answer.
   std::vector<std::vector<float>> pending_;
-  std::vector<bool> arrived_;  // the worker's push is whole (sent whole, or all its parts)
-  // Sync pushes in parts: the update's parts by offset, and per worker the
-  // parts it has sent and their floats.
+  std::vector<bool> arrived_;              // the slice's push is whole (sent whole, or all its parts)
+  std::vector<ps::SliceFigures> figures_;  // per slice
+  std::vector<bool> figures_in_;
+  std::vector<int> pusher_;            // per slice: the worker whose push of it counts
+  std::vector<bool> awaiting_;         // per worker: its own slice is pushed, it awaits the update
+  ps::SliceFigures answered_figures_;  // the last update's, summed over its slices
+  // Sync pushes in parts: the update's parts by offset, and per slice the
+  // parts sent and their floats.
   struct Part {
     int64_t len = 0;
-    int arrived = 0;  // workers holding it
+    int arrived = 0;  // slices holding it
     bool summed = false;
   };
   std::map<int64_t, Part> parts_;

@@ -8,7 +8,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,8 +43,9 @@ struct Harness {
   zmq::context_t context{1};
   std::vector<zmq::socket_t> workers;
 
-  Harness(JobConfig j, int n_workers)
+  Harness(JobConfig j, int n_workers, LossWatch watch = {})
       : job(std::move(j)), server(job, 0, n_workers, kGeneration, "127.0.0.1") {
+    server.watchLosses(std::move(watch));
     thread = std::thread([this] { server.serve(30.0); });
     for (int w = 0; w < n_workers; ++w) {
       workers.emplace_back(context, zmq::socket_type::dealer);
@@ -72,11 +75,25 @@ struct Harness {
     ps::send(workers[static_cast<size_t>(w)], header(ps::Kind::Push, w, update, version),
              {{g.data(), static_cast<int64_t>(g.size())}});
   }
+  // Worker w's sync push of `update` for slice `slice` (its own, or a lost worker's), with its figures.
+  void pushSlice(int w, int slice, int64_t update, const std::vector<float>& g, ps::SliceFigures f) {
+    ps::Header h = header(ps::Kind::Push, w, update);
+    h.batch = update - 1;
+    h.slice = slice;
+    h.figures = f;
+    ps::send(workers[static_cast<size_t>(w)], h, {{g.data(), static_cast<int64_t>(g.size())}});
+  }
   // Part of worker w's sync push of `update`: floats [offset, offset + g.size()).
   void pushPart(int w, int64_t update, int64_t offset, const std::vector<float>& g) {
     ps::Header part = header(ps::Kind::PushPart, w, update);
     part.offset = offset;
     ps::send(workers[static_cast<size_t>(w)], part, {{g.data(), static_cast<int64_t>(g.size())}});
+  }
+  // Worker w's figures of its slice of `update`, once its parts are sent.
+  void figures(int w, int64_t update, ps::SliceFigures f = {}) {
+    ps::Header h = header(ps::Kind::Figures, w, update);
+    h.figures = f;
+    ps::send(workers[static_cast<size_t>(w)], h, {});
   }
   // The next answer to worker w within `ms`, or a message of kind Ack with no payload when none came.
   ps::Message answer(int w, int ms = 2000) {
@@ -117,6 +134,7 @@ TEST_CASE("shard: sync pushes in parts, in any order, mixed with whole pushes, a
   h.pushPart(1, 1, 2, {3.0f, 4.0f});                     // a repeated part counts once
   CHECK(h.answer(0, 200).header.kind == ps::Kind::Ack);  // not whole yet
   h.pushPart(0, 1, 0, {0.5f, 0.25f});
+  h.figures(0, 1);
   CHECK(h.answer(0, 200).header.kind == ps::Kind::Ack);  // worker 1's first half is missing
   h.push(1, 1, {1.0f, 1.0f, 3.0f, 4.0f});
   for (int w : {0, 1}) {
@@ -134,6 +152,41 @@ TEST_CASE("shard: sync pushes in parts, in any order, mixed with whole pushes, a
   h.push(0, 2, {0.0f, 0.0f, 0.0f, 0.0f});
   h.push(1, 2, {0.0f, 0.0f, 0.0f, 0.0f});
   CHECK(h.answer(0).payload[0] == std::vector<float>{8.5f, 18.75f, 26.0f, 34.0f});
+}
+
+TEST_CASE("shard: sync waits for a lost worker's slice, which a survivor pushes in its place") {
+  std::atomic<bool> gone{false};
+  LossWatch watch;
+  watch.lost = [&gone] { return gone ? std::vector<int>{2} : std::vector<int>{}; };
+  Harness h(sgdJob("sync"), 3, std::move(watch));
+  h.init({10.0f, 20.0f});
+  h.pushSlice(0, 0, 1, {1.0f, 1.0f}, {0.5, 1, 2, 0});
+  h.pushPart(2, 1, 0, {3.0f});  // worker 2 sends part of its slice and is lost
+  gone = true;
+  h.pushSlice(1, 1, 1, {2.0f, 2.0f}, {0.25, 2, 2, 0});
+  CHECK(h.answer(0, 400).header.kind == ps::Kind::Ack);  // the update waits for slice 2
+  // Worker 1 computes slice 2 in worker 2's place (the same gradients as its part).
+  h.pushSlice(1, 2, 1, {3.0f, 4.0f}, {0.125, 0, 2, SIGTERM});
+  for (int w : {0, 1}) {
+    const ps::Message m = h.answer(w);
+    REQUIRE(m.header.kind == ps::Kind::Params);
+    CHECK(m.payload[0] == std::vector<float>{4.0f, 13.0f});
+    // The update's figures over its three slices, and the stop one of them carried.
+    CHECK(m.header.figures.loss_sum == 0.875);
+    CHECK(m.header.figures.correct == 3);
+    CHECK(m.header.figures.samples == 6);
+    CHECK(m.header.figures.stop == SIGTERM);
+    CHECK(m.header.live == 2);
+  }
+  // Slice 2 pushed again by worker 0, which learnt of the loss late: applied already, nothing answers.
+  h.pushSlice(0, 2, 1, {3.0f, 4.0f}, {});
+  CHECK(h.answer(0, 300).header.kind == ps::Kind::Ack);
+  CHECK(h.server.version() == 1);
+  // The lost worker may not push any more.
+  h.pushSlice(2, 2, 1, {3.0f, 4.0f}, {});
+  const ps::Message refused = h.answer(2);
+  CHECK(refused.header.kind == ps::Kind::Failure);
+  CHECK(refused.text.find("worker 2 was lost") != std::string::npos);
 }
 
 TEST_CASE("shard: async applies each push at once and measures how late it came") {
