@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""How fast an asynchronous parameter-server run recovers from a worker killed with kill -9.
+"""How fast a parameter-server run recovers from a worker killed with kill -9.
 
 The cnn preset on Fashion-MNIST, global batch 128, SGD momentum 0.9, lr 0.05
 (scripts/bench/bench_job.py's job), [strategy] type = "parameter_server", 3 workers x 1
-thread + 1 shard, consistency = "async". Each trial starts the run, kills worker 1 (rank 1,
+thread + 1 shard, consistency = "async" (the bar's), or "sync" with --consistency sync
+(where the update under way waits for a survivor to compute the lost slice). Each trial starts the run, kills worker 1 (rank 1,
 not the chief) with SIGKILL --kill-after seconds after its first step, and lets the
 survivors finish.
 
@@ -19,7 +20,7 @@ rate of training is measured where updates happen:
               (the killed worker's remaining slices by the survivors).
 Figures are the median and the worst over --trials.
 
-Usage: scripts/bench/ps_worker_loss.py [--trials N] [--steps N] [--kill-after S] [--dtrain PATH] [--json FILE]
+Usage: scripts/bench/ps_worker_loss.py [--consistency async|sync] [--trials N] [--steps N] [--kill-after S] [--dtrain PATH] [--json FILE]
 """
 import argparse
 import collections
@@ -39,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = "/usr/share/datasets/fashion-mnist"
 WORKERS = 3
 BATCH = 128
-STRATEGY = ('[strategy]\ntype = "parameter_server"\nworkers = 3\nps = 1\nconsistency = "async"\n')
+STRATEGY = '[strategy]\ntype = "parameter_server"\nworkers = 3\nps = 1\nconsistency = "{}"\n'
 
 
 def first_step_seen(run_dir):
@@ -52,10 +53,10 @@ def slice_size(slice_index):
     return BATCH * (slice_index + 1) // WORKERS - BATCH * slice_index // WORKERS
 
 
-def trial(dtrain, work, n, steps, kill_after, window):
+def trial(dtrain, work, n, steps, kill_after, window, consistency):
     run_dir = os.path.join(work, f"run{n}")
     job = write_bench_job(os.path.join(work, f"job{n}.toml"), "loss", run_dir, "cnn", steps,
-                          job_extra="threads = 1\n", strategy=STRATEGY)
+                          job_extra="threads = 1\n", strategy=STRATEGY.format(consistency))
     applied = os.path.join(work, f"applied{n}")
     env = dict(os.environ, DTRAIN_TEST_PS_APPLIED_LOG=applied)
     log = open(os.path.join(work, f"log{n}"), "w")
@@ -104,6 +105,7 @@ def trial(dtrain, work, n, steps, kill_after, window):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--consistency", choices=["async", "sync"], default="async")
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--steps", type=int, default=600, help="global batches per trial (each worker steps them all)")
     ap.add_argument("--kill-after", type=float, default=10.0)
@@ -117,7 +119,7 @@ def main():
     results = []
     with tempfile.TemporaryDirectory(prefix="ps_loss_bench_") as work:
         for n in range(a.trials):
-            r = trial(a.dtrain, work, n, a.steps, a.kill_after, a.window)
+            r = trial(a.dtrain, work, n, a.steps, a.kill_after, a.window, a.consistency)
             results.append(r)
             rec = "never" if r["recovery_s"] is None else f"{r['recovery_s']:.2f} s"
             print(f"  trial {n + 1}: {r['before']:,.0f} img/s before the kill, {r['survivors']:,.0f} after; "
@@ -128,7 +130,7 @@ def main():
     worst = max(recoveries) if ok else None
     median = statistics.median(recoveries) if ok else None
     passed = ok and worst <= 2.0
-    print(f"\ncnn, Fashion-MNIST, async parameter server, {WORKERS} workers x 1 thread + 1 shard, worker 1 "
+    print(f"\ncnn, Fashion-MNIST, {a.consistency} parameter server, {WORKERS} workers x 1 thread + 1 shard, worker 1 "
           f"killed (kill -9) {a.kill_after:g} s in, {a.trials} trials")
     if ok:
         print(f"  recovery: median {median:.2f} s, worst {worst:.2f} s (bar <= 2 s): {'PASS' if passed else 'FAIL'}")
@@ -136,7 +138,7 @@ def main():
         print("  FAIL: a trial never recovered, or a slice was not applied exactly once")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"trials": results, "median_recovery_s": median, "worst_recovery_s": worst,
+            json.dump({"consistency": a.consistency, "trials": results, "median_recovery_s": median, "worst_recovery_s": worst,
                        "pass": passed}, f, indent=2)
 
 
