@@ -38,6 +38,11 @@ Figures:
   accuracy   test accuracy at the end (last round's): dtrain's own final evaluation; for
              TensorFlow the chief evaluates the ps's variables on the 10,000 test images
              (outside the timing).
+  two alone  (--ceiling) what 2 x 1 thread reach here without any parameter server: two
+             one_device dtrain processes of 1 thread side by side, each training --steps
+             batches of 64 (an async worker's share); the sum of their images/s. dtrain
+             async over it is what the parameter server costs; 3x TensorFlow over it says
+             whether the bar is within reach of 2 x 1 thread of these kernels at all.
 Bar: dtrain async images/s >= 3x TensorFlow's. Runs are interleaved (dtrain, TF, then TF,
 dtrain, ...) so drift in machine load hits both alike.
 
@@ -45,7 +50,7 @@ On a shared machine, --wait-for-idle S holds each run until no other process has
 2 s (up to S seconds), and the report says how much of each side's runs still ran beside
 other work (distributed_vs_pytorch.py's wait_for_idle and LoadWatch).
 
-Usage: scripts/bench/ps_vs_tensorflow.py [--rounds N] [--steps N] [--dtrain PATH] [--json FILE]
+Usage: scripts/bench/ps_vs_tensorflow.py [--rounds N] [--steps N] [--ceiling] [--dtrain PATH] [--json FILE]
                                          [--venv DIR] [--tf-batch-per-step 64|128]
                                          [--wait-for-idle S]
 """
@@ -83,14 +88,15 @@ def idx_path(name):
 # dtrain
 
 
-def train_rate(metrics_path):
+def train_rate(metrics_path, workers=None):
     """Samples of all workers per second of training, from the chief's train lines."""
+    workers = WORKERS if workers is None else workers
     lines = [json.loads(l) for l in open(metrics_path) if '"split":"train"' in l]
     if len(lines) < 3:
         raise RuntimeError(f"{metrics_path}: only {len(lines)} train lines")
     # Every worker trains the same steps, of the same size (an epoch's last global batch
     # is smaller: 469 batches are 60,000 samples).
-    samples = WORKERS * sum(l["samples"] for l in lines)
+    samples = workers * sum(l["samples"] for l in lines)
     span = lines[-1]["time"] - lines[0]["time"]
     steps = lines[-1]["step"] - lines[0]["step"]
     # The first line's time marks the end of its step: count that step's share too.
@@ -110,6 +116,23 @@ def run_dtrain(dtrain, work, steps, rnd):
         if "test accuracy" in line:
             accuracy = float(line.split("test accuracy")[1].split()[0].strip(","))
     return train_rate(os.path.join(run_dir, "metrics.jsonl")), accuracy
+
+
+def run_two_alone(dtrain, work, steps, rnd):
+    """Two one_device processes of 1 thread side by side, batches of 64: the sum of their images/s."""
+    procs, dirs = [], []
+    for k in range(2):
+        run_dir = os.path.join(work, f"alone-{rnd}-{k}")
+        job = os.path.join(work, f"alone-{rnd}-{k}.toml")
+        write_bench_job(job, "bench", run_dir, "cnn", steps, job_extra="threads = 1\n")
+        procs.append(subprocess.Popen([dtrain, "train", job, "-q", "--set", "train.batch_size=64"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        dirs.append(run_dir)
+    for p in procs:
+        out, _ = p.communicate()
+        if p.returncode != 0:
+            raise RuntimeError(f"one_device dtrain exited {p.returncode}: {out[-500:]}")
+    return sum(train_rate(os.path.join(d, "metrics.jsonl"), workers=1) for d in dirs), None
 
 
 # ---------------------------------------------------------------------------------------
@@ -340,6 +363,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800, help="seconds for one TensorFlow run")
     ap.add_argument("--wait-for-idle", type=float, default=0, metavar="S",
                     help="before each run, wait up to S s until no other process has run for 2 s")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also run two one_device processes of 1 thread side by side (see 'two alone')")
     ap.add_argument("--json", help="also write the figures to this file")
     # Internal: one task of the TensorFlow cluster, run by the venv's python.
     ap.add_argument("--tf-role", help=argparse.SUPPRESS)
@@ -367,7 +392,7 @@ def main():
     load.WAIT_FOR_IDLE_S = a.wait_for_idle
     watch = load.LoadWatch()
     tf_version, keras_version = venv_versions(python)
-    names = ("dtrain_async", "tensorflow")
+    names = ("dtrain_async", "tensorflow") + (("two_alone",) if a.ceiling else ())
     rates = {n: [] for n in names}
     accuracy = {}
     tf_runs = []
@@ -379,6 +404,8 @@ def main():
                 watch.part = name
                 if name == "dtrain_async":
                     rate, acc = run_dtrain(a.dtrain, work, a.steps, rnd)
+                elif name == "two_alone":
+                    rate, acc = run_two_alone(a.dtrain, work, a.steps, rnd)
                 else:
                     r = run_tensorflow(python, work, a.steps, a.tf_warmup, a.tf_batch_per_step, rnd, a.timeout)
                     rate, acc = r["images_per_s"], r["accuracy"]
@@ -386,7 +413,8 @@ def main():
                 watch.part = None
                 rates[name].append(rate)
                 accuracy[name] = acc
-                print(f"  round {rnd + 1} {name}: {rate:,.0f} img/s, test accuracy {acc:.4f}", flush=True)
+                said = "" if acc is None else f", test accuracy {acc:.4f}"
+                print(f"  round {rnd + 1} {name}: {rate:,.0f} img/s{said}", flush=True)
     watch.stop()
     busy = watch.summary()
     median = {n: statistics.median(r) for n, r in rates.items()}
@@ -400,12 +428,18 @@ def main():
     print(f"  {'side':<14} {'images/s':>9}  {'rounds':<26} test accuracy")
     for n in names:
         runs = " / ".join(f"{r:,.0f}" for r in rates[n])
-        print(f"  {n:<14} {median[n]:>9,.0f}  {runs:<26} {accuracy[n]:.4f}")
+        acc = "-" if accuracy[n] is None else f"{accuracy[n]:.4f}"
+        print(f"  {n:<14} {median[n]:>9,.0f}  {runs:<26} {acc}")
     cpu = tf_runs[-1]["cpu_s"]
     print(f"  TensorFlow CPU seconds, last run (its startup included): "
           + ", ".join(f"{task} {cpu[task]:.1f}" for task in sorted(cpu)))
     print(f"  share of load samples (twice a second) with another process running: {busy or 'none taken'}")
     print(f"  dtrain / TensorFlow: {ratio:.2f}x (bar >= {BAR:g}x): {'PASS' if ok else 'FAIL'}")
+    if a.ceiling:
+        alone = median["two_alone"]
+        print(f"  without a parameter server (two_alone) {alone:,.0f} img/s: dtrain async at "
+              f"{median['dtrain_async'] / alone:.0%} of it; {BAR:g}x TensorFlow = {BAR * median['tensorflow']:,.0f} "
+              f"img/s = {BAR * median['tensorflow'] / alone:.0%} of it")
     if a.json:
         out = {"steps": a.steps, "epochs": a.steps / 469, "rounds": a.rounds,
                "tf_batch_per_step": a.tf_batch_per_step, "tf_warmup": a.tf_warmup,

@@ -19,7 +19,9 @@
 #              for, and is waited for before the benchmark                            ~30-150 s
 #   parity     configs/fashion_cnn.toml for N epochs (default 1) on cuda and on cpu;
 #              mirrored 2 ranks (gloo) on the one GPU against 1 rank, same global batch;
-#              a 1-rank NCCL run resumed with more steps against one run straight through ~20 s
+#              a parameter server's 2 workers (sync, async) on the one GPU + 1 shard against
+#              1 rank; a 1-rank NCCL run resumed with more steps against one run straight
+#              through                                                                 ~40 s
 #   bench      scripts/bench/gpu_vs_pytorch.py: images/s against PyTorch eager for mlp
 #              128/4096, cnn 128/1024, ResNet-20, MobileNetV2 (3 alternated rounds of
 #              S seconds per run, default 2), TFLOP/s and share of the fp32 matmul
@@ -125,7 +127,7 @@ estimate() {
     build) echo 60 ;;
     test) echo 15 ;;
     memcheck) echo 45 ;; # beyond the parity runs it overlaps
-    parity) echo 30 ;;
+    parity) echo 45 ;;
     bench) echo 230 ;;
     step) echo 35 ;;
     *) echo 0 ;;

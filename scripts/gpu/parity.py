@@ -9,6 +9,10 @@ Items (each PASS or FAIL, with its figures):
   gloo-2-ranks   the same job mirrored over 2 ranks on the one GPU (backend gloo: NCCL
                  refuses two ranks on one device) against 1 rank (one_device), the same
                  global batch: final test accuracy within 0.005 and test loss within 1%.
+  ps-2-workers   the same job as a parameter server, 2 workers on the one GPU + 1 shard,
+                 against the 1-rank run above: sync within 0.005 in test accuracy and 1% in
+                 test loss (the same training up to the order of float sums), async within
+                 0.01 in test accuracy.
   nccl-resume    mirrored, 1 rank, backend nccl, constant lr: 200 steps, then
                  `dtrain resume RUN_DIR --set train.steps=400`; against one run of 400
                  steps straight through: the resume reaches step 400 with every step
@@ -114,11 +118,21 @@ def cuda_vs_cpu(a):
                 accuracy_diff=diff, early_loss_rel_diff=early, **figures)
 
 
+ONE_RANK = {}  # the 1-rank run, made once for the items that compare against it
+
+
+def one_rank(a):
+    if "run" not in ONE_RANK:
+        common = [f"train.epochs={a.epochs}", "job.device=cuda", "job.precision=fp32"]
+        ONE_RANK["run"] = train(a, "cnn_1rank", common + ["strategy.type=one_device"])
+    return ONE_RANK["run"]
+
+
 def gloo_two_ranks(a):
     common = [f"train.epochs={a.epochs}", "job.device=cuda", "job.precision=fp32"]
     two = train(a, "cnn_gloo_2ranks", common + ["strategy.type=mirrored", "strategy.workers=2",
                                                 "strategy.backend=gloo"])
-    one = train(a, "cnn_1rank", common + ["strategy.type=one_device"])
+    one = one_rank(a)
     figures = {"two_ranks": two.figures(), "one_rank": one.figures()}
     if not (two.ok and one.ok):
         return item("gloo-2-ranks", False, "; ".join(r.why() for r in (two, one) if not r.ok), **figures)
@@ -129,6 +143,26 @@ def gloo_two_ranks(a):
                 f"test accuracy 2 ranks {two.accuracy:.4f} / 1 rank {one.accuracy:.4f} (diff {acc_diff:.4f}, "
                 f"bar 0.005); test loss {two.loss:.4f} / {one.loss:.4f} ({loss_rel:.1%}, bar 1%)",
                 accuracy_diff=acc_diff, loss_rel_diff=loss_rel, **figures)
+
+
+def ps_two_workers(a):
+    common = [f"train.epochs={a.epochs}", "job.device=cuda", "job.precision=fp32",
+              "strategy.type=parameter_server", "strategy.workers=2", "strategy.ps=1"]
+    sync = train(a, "cnn_ps_sync", common + ["strategy.consistency=sync"])
+    asyn = train(a, "cnn_ps_async", common + ["strategy.consistency=async"])
+    one = one_rank(a)
+    figures = {"sync": sync.figures(), "async": asyn.figures(), "one_rank": one.figures()}
+    if not (sync.ok and asyn.ok and one.ok):
+        return item("ps-2-workers", False, "; ".join(r.why() for r in (sync, asyn, one) if not r.ok), **figures)
+    sync_acc = abs(sync.accuracy - one.accuracy)
+    sync_loss = abs(sync.loss - one.loss) / max(one.loss, 1e-12)
+    async_acc = abs(asyn.accuracy - one.accuracy)
+    ok = sync_acc <= 0.005 and sync_loss <= 0.01 and async_acc <= 0.01
+    return item("ps-2-workers", ok,
+                f"test accuracy sync {sync.accuracy:.4f} / async {asyn.accuracy:.4f} / 1 rank {one.accuracy:.4f} "
+                f"(sync diff {sync_acc:.4f}, bar 0.005; async diff {async_acc:.4f}, bar 0.01); test loss sync "
+                f"{sync.loss:.4f} / 1 rank {one.loss:.4f} ({sync_loss:.1%}, bar 1%)",
+                sync_accuracy_diff=sync_acc, sync_loss_rel_diff=sync_loss, async_accuracy_diff=async_acc, **figures)
 
 
 def nccl_resume(a):
@@ -165,8 +199,8 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build-gpu", "parity"))
     ap.add_argument("--json", default="")
     ap.add_argument("--budget", type=float, default=0, help="seconds for all runs together (default: no limit)")
-    ap.add_argument("--only", nargs="+", choices=["cuda-vs-cpu", "gloo-2-ranks", "nccl-resume"],
-                    default=["cuda-vs-cpu", "gloo-2-ranks", "nccl-resume"])
+    names = ["cuda-vs-cpu", "gloo-2-ranks", "ps-2-workers", "nccl-resume"]
+    ap.add_argument("--only", nargs="+", choices=names, default=names)
     a = ap.parse_args()
     a.dtrain = os.path.abspath(a.dtrain)
     if not os.path.exists(a.dtrain):
@@ -178,7 +212,8 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     if a.budget > 0:
         DEADLINE[0] = time.monotonic() + a.budget
-    checks = {"cuda-vs-cpu": cuda_vs_cpu, "gloo-2-ranks": gloo_two_ranks, "nccl-resume": nccl_resume}
+    checks = {"cuda-vs-cpu": cuda_vs_cpu, "gloo-2-ranks": gloo_two_ranks, "ps-2-workers": ps_two_workers,
+              "nccl-resume": nccl_resume}
     items = [checks[name](a) for name in a.only]
     if a.json:
         with open(a.json + ".tmp", "w") as f:
