@@ -146,10 +146,11 @@ struct StrategySection {
   int staleness = 2;
   // async, bounded: a push k updates late moves the parameters by lr / (1 + k).
   bool scale_lr_by_staleness = false;
-  // parameter_server, async and bounded: the fewest workers the run goes on
-  // with when workers other than the chief are lost (their remaining
-  // samples go to the survivors); one loss more stops it. A synchronous run
-  // stops at the first loss, as mirrored does.
+  // parameter_server: the fewest workers the run goes on with when workers
+  // other than the chief are lost (async, bounded: their remaining samples
+  // go to the survivors; sync: their slices of every global batch, the
+  // update under way included); one loss more stops it. Not with sync and
+  // sync_batchnorm, which stop at the first loss, as mirrored does.
   int min_workers = 1;
   // parameter_server, sync: when a worker's gradient leaves for the shards:
   // "during_backward" (in the buckets of bucket_mb, as they are ready) |

@@ -111,6 +111,20 @@ TEST_CASE("batch norm: 2 workers with sync_batchnorm compute what one process co
   CHECK(evalFigures(dir / "per_rank").accuracy > 0.5);  // 4 classes: chance is 0.25
 }
 
+TEST_CASE("batch norm: a synchronous parameter server averages the running statistics as mirrored does") {
+  // Its workers average them through the rendezvous store (no collective of
+  // theirs may wait for a lost worker), and its chief evaluates alone.
+  TempDir dir("bn_ps");
+  train(dir, "mirrored", bnJob(dir / "mirrored", 1, kMirrored2));
+  train(dir, "ps", bnJob(dir / "ps", 1, "[strategy]\ntype = \"parameter_server\"\nworkers = 2\nps = 1\n"));
+  const double diff = relativeDifference(weightsOf(dir / "mirrored"), weightsOf(dir / "ps"));
+  MESSAGE("max relative difference, sync parameter server vs mirrored: " << diff);
+  CHECK(diff < 1e-5);
+  const EvalFigures mirrored = evalFigures(dir / "mirrored"), ps = evalFigures(dir / "ps");
+  CHECK(std::fabs(mirrored.loss - ps.loss) < 1e-4 * mirrored.loss);
+  CHECK(mirrored.accuracy == ps.accuracy);
+}
+
 TEST_CASE(
     "batch norm: kill -9 mid-epoch and resume ends with the uninterrupted run's weights and statistics") {
   TempDir dir("bn_resume");
