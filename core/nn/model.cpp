@@ -21,8 +21,21 @@ std::string where(const SourcePos& pos) {
 
 Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, const LayerRegistry& registry,
              const LayerDefaults& defaults, ModelFusions fusions)
-    : input_shape_(input_shape) {
+    : Model(specs, ModelCut{{{"input", input_shape, false}}, {}}, registry, defaults, fusions) {}
+
+Model::Model(const std::vector<LayerSpec>& specs, const ModelCut& cut, const LayerRegistry& registry,
+             const LayerDefaults& defaults, ModelFusions fusions)
+    : input_shape_(cut.inputs.empty() ? Shape{} : cut.inputs[0].shape) {
   if (specs.empty()) throw ConfigError("[model] has no layers");
+  if (cut.inputs.empty()) throw Error("a model part reads no inputs");
+  // The cut's inputs are node inputs -1, -2, ...; "input", the network's, is
+  // the first of a whole model.
+  std::map<std::string, int> external;
+  for (size_t k = 0; k < cut.inputs.size(); ++k) {
+    external[cut.inputs[k].name] = -1 - static_cast<int>(k);
+    input_needs_gradient_.push_back(cut.inputs[k].needs_gradient);
+    input_shapes_.push_back(cut.inputs[k].shape);
+  }
   std::map<std::string, int> index_of;
   std::vector<std::string> names;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -32,9 +45,9 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
       throw ConfigError(where(specs[i].pos) + "[model.layers] duplicate layer name '" + specs[i].name + "'");
     names.push_back(specs[i].name);
   }
-  names.push_back("input");
+  for (const ModelCut::Input& in : cut.inputs) names.push_back(in.name);
 
-  // Resolve each spec's inputs to spec indices (-1 = network input).
+  // Resolve each spec's inputs to spec indices (negative: the cut's inputs).
   std::vector<std::vector<int>> spec_inputs(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].inputs.empty()) {
@@ -42,8 +55,8 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
       continue;
     }
     for (const std::string& in : specs[i].inputs) {
-      if (in == "input") {
-        spec_inputs[i].push_back(-1);
+      if (auto ext = external.find(in); ext != external.end() && !index_of.count(in)) {
+        spec_inputs[i].push_back(ext->second);
         continue;
       }
       auto it = index_of.find(in);
@@ -103,9 +116,9 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
     node.layer = registry.create(spec.type, spec.name, spec.options, defaults);
     std::vector<Shape> in_shapes;
     for (int in : spec_inputs[s]) {
-      int n = in < 0 ? -1 : node_of[in];
+      int n = in < 0 ? in : node_of[in];
       node.inputs.push_back(n);
-      in_shapes.push_back(n < 0 ? input_shape_ : nodes_[n].out_shape);
+      in_shapes.push_back(n < 0 ? cut.inputs[static_cast<size_t>(-1 - n)].shape : nodes_[n].out_shape);
       if (n >= 0) ++consumers_[n];
     }
     const int takes = node.layer->numInputs();
@@ -121,6 +134,15 @@ Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, cons
     }
     nodes_.push_back(std::move(node));
   }
+  // A result read by a later part counts as read: it is never fused away.
+  for (const std::string& name : cut.outputs) {
+    auto it = index_of.find(name);
+    if (it == index_of.end())
+      throw Error("a model part's output '" + name + "' is none of its layers");
+    outputs_.push_back(node_of[it->second]);
+    ++consumers_[node_of[it->second]];
+  }
+  outputs_.push_back(static_cast<int>(nodes_.size()) - 1);
   findAliases(fusions);
   findTrainedPaths();
   // Every result but the output's must feed some layer: backward would
@@ -180,7 +202,8 @@ void Model::findTrainedPaths() {
   trained_path_.assign(nodes_.size(), false);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     bool trained = !nodes_[i].layer->paramSpecs().empty();
-    for (int in : nodes_[i].inputs) trained = trained || (in >= 0 && trained_path_[in]);
+    for (int in : nodes_[i].inputs)
+      trained = trained || (in >= 0 ? trained_path_[in] : input_needs_gradient_[static_cast<size_t>(-1 - in)]);
     trained_path_[i] = trained;
   }
 }
@@ -231,6 +254,13 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const 
   int64_t scratch = 0;
   size_t slots = 0;
   for (const Node& n : nodes_) slots = std::max(slots, n.inputs.size());
+  // A cut input read by several layers sums their gradients through scratch too.
+  std::vector<int> input_readers(input_shapes_.size(), 0);
+  for (const Node& n : nodes_)
+    for (int in : n.inputs)
+      if (in < 0) ++input_readers[static_cast<size_t>(-1 - in)];
+  for (size_t k = 0; k < input_shapes_.size(); ++k)
+    if (input_readers[k] > 1) scratch = std::max(scratch, input_shapes_[k].withBatch(capacity).numel());
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Shape s = nodes_[i].out_shape.withBatch(capacity);
     // Also a fused relu's result may be read by several layers (a residual input).
@@ -250,14 +280,33 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const 
   grad_ = grad_storage_;
 }
 
-std::vector<const Tensor*> Model::inputsOf(const Node& node, const Tensor& input) const {
+std::vector<const Tensor*> Model::inputsOf(const Node& node, const std::vector<const Tensor*>& inputs) const {
   std::vector<const Tensor*> in;
-  for (int i : node.inputs) in.push_back(i < 0 ? &input : &act_[i]);
+  for (int i : node.inputs) in.push_back(i < 0 ? inputs[static_cast<size_t>(-1 - i)] : &act_[i]);
   return in;
 }
 
+std::vector<const Tensor*> Model::outputs() const {
+  std::vector<const Tensor*> out;
+  for (int o : outputs_) out.push_back(&act_[o]);
+  return out;
+}
+
 const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
-  int64_t n = input.dim(0);
+  forward(std::vector<const Tensor*>{&input}, ctx);
+  return act_.back();
+}
+
+void Model::backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx) {
+  backward(std::vector<const Tensor*>{&input}, std::vector<const Tensor*>{&doutput}, std::vector<Tensor*>{nullptr},
+           ctx);
+}
+
+void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext& ctx) {
+  if (inputs.size() != input_needs_gradient_.size())
+    throw Error("a model part of " + std::to_string(input_needs_gradient_.size()) + " inputs was given " +
+                std::to_string(inputs.size()));
+  int64_t n = inputs[0]->dim(0);
   if (n > capacity_)
     throw Error("batch of " + std::to_string(n) + " exceeds the model's capacity " +
                 std::to_string(capacity_));
@@ -270,17 +319,26 @@ const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
     if (alias_of_[i] >= 0) continue;
     c.layer_index = static_cast<int>(i);
     if (ctx.layer_timer) ctx.layer_timer->begin(static_cast<int>(i), false);
-    nodes_[i].layer->forward(inputsOf(nodes_[i], input), act_[i], c);
+    nodes_[i].layer->forward(inputsOf(nodes_[i], inputs), act_[i], c);
     if (ctx.layer_timer) ctx.layer_timer->end(static_cast<int>(i), false);
   }
-  return act_.back();
 }
 
-void Model::backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx) {
-  grad_.back().copyFrom(doutput);
+void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& doutputs,
+                     const std::vector<Tensor*>& dinputs, const LayerContext& ctx) {
+  if (doutputs.size() != outputs_.size() || dinputs.size() != input_needs_gradient_.size())
+    throw Error("a model part of " + std::to_string(outputs_.size()) + " outputs and " +
+                std::to_string(input_needs_gradient_.size()) + " inputs was given " +
+                std::to_string(doutputs.size()) + " and " + std::to_string(dinputs.size()) + " gradients");
   // A node read by several layers sums their gradients: the first reader (in
-  // reverse order) writes, later readers write to scratch and add.
+  // reverse order) writes, later readers write to scratch and add. A result
+  // out starts from the gradient a later part sent, which its readers here add to.
   std::vector<int> written(nodes_.size(), 0);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    grad_[outputs_[k]].copyFrom(*doutputs[k]);
+    written[outputs_[k]] = 1;
+  }
+  std::vector<int> input_written(input_needs_gradient_.size(), 0);
   LayerContext c = ctx;
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     Node& node = nodes_[i];
@@ -291,25 +349,37 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
     if (!trained_path_[i]) continue;  // no parameters here or upstream: nothing to compute
     c.layer_index = i;
     std::vector<Tensor*> din;
-    std::vector<std::pair<int, Tensor>> to_add;
+    std::vector<std::pair<Tensor*, Tensor>> to_add;  // (the gradient summed into, the slot's)
     to_add.reserve(node.inputs.size());
     for (int in : node.inputs) {
-      if (in < 0 || !trained_path_[in]) {
+      Tensor* target = nullptr;
+      int* count = nullptr;
+      if (in < 0) {  // a cut input: its gradient goes back to the part it came from, if it needs one
+        const auto k = static_cast<size_t>(-1 - in);
+        if (input_needs_gradient_[k] && dinputs[k]) {
+          target = dinputs[k];
+          count = &input_written[k];
+        }
+      } else if (trained_path_[in]) {
+        target = &grad_[in];
+        count = &written[in];
+      }
+      if (!target) {
         // Neither the network input nor a result computed from it alone needs a
         // gradient (an mlp's first dense layer would otherwise compute one for
         // its flattened input: as much work as its weight gradient).
         din.push_back(nullptr);
-      } else if (written[in]++ == 0) {
-        din.push_back(&grad_[in]);
+      } else if ((*count)++ == 0) {
+        din.push_back(target);
       } else {
         Tensor& slot = scratch_storage_[din.size()];
-        to_add.emplace_back(in, slot.narrow(0, grad_[in].numel()).reshape(grad_[in].shape()));
+        to_add.emplace_back(target, slot.narrow(0, target->numel()).reshape(target->shape()));
         din.push_back(&to_add.back().second);
       }
     }
     if (ctx.layer_timer) ctx.layer_timer->begin(i, true);
-    node.layer->backward(inputsOf(node, input), act_[i], grad_[i], din, c);
-    for (auto& [in, g] : to_add) grad_[in].add(g);
+    node.layer->backward(inputsOf(node, inputs), act_[i], grad_[i], din, c);
+    for (auto& [target, g] : to_add) target->add(g);
     if (ctx.layer_timer) ctx.layer_timer->end(i, true);
     if (ctx.backward_listener) ctx.backward_listener->layerDone(i);
   }

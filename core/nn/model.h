@@ -25,6 +25,20 @@ struct ModelFusions {
   bool residual_adds = true;
 };
 
+// A part of a model, as a pipeline stage runs it: the results of earlier
+// parts it reads (by layer name; "input" is the network's), and its results
+// that later parts read. A whole model is the part that reads "input" alone
+// and whose only result out is its last layer's.
+struct ModelCut {
+  struct Input {
+    std::string name;
+    Shape shape;                  // per sample
+    bool needs_gradient = false;  // backward computes its gradient (to send back)
+  };
+  std::vector<Input> inputs;
+  std::vector<std::string> outputs;  // results out besides the last layer's
+};
+
 class Model {
  public:
   struct Node {
@@ -38,6 +52,10 @@ class Model {
   // them topologically and runs setup(). Errors name the layer and its position:
   // unknown input, cycle, shape mismatch, unknown type or option.
   Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, const LayerRegistry& registry,
+        const LayerDefaults& defaults, ModelFusions fusions = {});
+  // A part of a model: its layers read the cut's inputs by name, and its
+  // outputs are never fused away (a later part reads them as they are).
+  Model(const std::vector<LayerSpec>& specs, const ModelCut& cut, const LayerRegistry& registry,
         const LayerDefaults& defaults, ModelFusions fusions = {});
 
   // Adds every layer's parameters to `store` (for the replica that owns the store).
@@ -58,6 +76,16 @@ class Model {
   // Nodes run in reverse order; ctx.backward_listener, when set, hears
   // layerDone(i) after each node that computes anything.
   void backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx);
+  // A part's forward, from its cut's inputs in order; then outputs() holds
+  // its results out.
+  void forward(const std::vector<const Tensor*>& inputs, const LayerContext& ctx);
+  // A part's backward: `doutputs` the gradients of its results out (in
+  // outputs() order); `dinputs` receive the gradients of the inputs that
+  // need one (the others' entries may be null).
+  void backward(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& doutputs,
+                const std::vector<Tensor*>& dinputs, const LayerContext& ctx);
+  // The results out: the cut's outputs, then the last layer's.
+  std::vector<const Tensor*> outputs() const;
 
   const std::vector<Node>& nodes() const { return nodes_; }
   // The node whose memory node i shares instead of computing anything (a relu
@@ -73,7 +101,7 @@ class Model {
   int64_t forwardFlops() const;
 
  private:
-  std::vector<const Tensor*> inputsOf(const Node& node, const Tensor& input) const;
+  std::vector<const Tensor*> inputsOf(const Node& node, const std::vector<const Tensor*>& inputs) const;
   void findAliases(const ModelFusions& fusions);
   // Fuses add node i into the producer of its later input; returns whether it did.
   bool fuseResidualAdd(size_t i);
@@ -81,6 +109,9 @@ class Model {
 
   Shape input_shape_;
   std::vector<Node> nodes_;         // topological order; output last
+  std::vector<bool> input_needs_gradient_;  // per cut input (node input -1 - k)
+  std::vector<Shape> input_shapes_;         // per cut input, per sample
+  std::vector<int> outputs_;                // the results out: the cut's, then the last node
   std::vector<int> consumers_;      // number of layers reading each node
   std::vector<int> alias_of_;       // see aliasOf()
   std::vector<bool> trained_path_;  // see needsGradient()

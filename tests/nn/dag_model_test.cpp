@@ -26,6 +26,7 @@
 #include "nn_test_util.h"
 #include "tests/common/layer_spec.h"
 #include "tests/common/param_gradcheck.h"
+#include "tests/common/residual_dag.h"
 
 using namespace dtrain;
 using namespace dtrain::test;
@@ -37,29 +38,7 @@ LayerSpec spec(const std::string& name, const std::string& type, std::vector<std
   return testing::layerSpec(name, type, std::move(inputs), options);
 }
 
-LayerSpec conv(const std::string& name, const std::string& input, int64_t kernel = 3) {
-  return spec(name, "conv2d", {input},
-              {{"filters", int64_t{3}}, {"kernel", kernel}, {"padding", int64_t{kernel / 2}}});
-}
-
-// input [2,5,5] -> stem -> block 1: c1 -> r1 -> c2, add with the block input,
-// relu -> block 2: sum2 = act1 + c3(act1), sum3 = sum2 + c4(c3) + p(act1),
-// both of sum2's inputs read by a later layer too -> flatten -> dense 4.
-std::vector<LayerSpec> residualDag() {
-  return {conv("stem", "input"),
-          conv("c1", "stem"),
-          spec("r1", "relu", {"c1"}),
-          conv("c2", "r1"),
-          spec("sum1", "add", {"c2", "stem"}),
-          spec("act1", "relu", {"sum1"}),
-          conv("c3", "act1"),
-          spec("sum2", "add", {"act1", "c3"}),
-          conv("c4", "c3"),
-          conv("p", "act1", 1),
-          spec("sum3", "add", {"sum2", "c4", "p"}),
-          spec("flat", "flatten", {"sum3"}),
-          spec("fc", "dense", {"flat"}, {{"units", int64_t{4}}})};
-}
+LayerSpec conv(const std::string& name, const std::string& input) { return testing::dagConv(name, input); }
 
 int nodeOf(const Model& m, const std::string& name) {
   for (size_t i = 0; i < m.nodes().size(); ++i)
@@ -72,7 +51,7 @@ int nodeOf(const Model& m, const std::string& name) {
 TEST_CASE("a residual DAG's parameter gradients match finite differences of the model's loss") {
   const Shape input_shape{2, 5, 5};
   const int64_t batch = 2;
-  Model model(residualDag(), input_shape, builtinLayers(), LayerDefaults{});
+  Model model(testing::residualDag(), input_shape, builtinLayers(), LayerDefaults{});
   REQUIRE(model.outputShape() == Shape{4});
   // The graph is what the test means to exercise.
   CHECK(model.aliasOf(nodeOf(model, "r1")) == nodeOf(model, "c1"));      // fused: c1 has no other reader
