@@ -28,6 +28,9 @@ Model::Model(const std::vector<LayerSpec>& specs, const ModelCut& cut, const Lay
     : input_shape_(cut.inputs.empty() ? Shape{} : cut.inputs[0].shape) {
   if (specs.empty()) throw ConfigError("[model] has no layers");
   if (cut.inputs.empty()) throw Error("a model part reads no inputs");
+  if (!cut.layer_indices.empty() && cut.layer_indices.size() != specs.size())
+    throw Error("a model part of " + std::to_string(specs.size()) + " layers given " +
+                std::to_string(cut.layer_indices.size()) + " layer indices");
   // The cut's inputs are node inputs -1, -2, ...; "input", the network's, is
   // the first of a whole model.
   std::map<std::string, int> external;
@@ -133,12 +136,13 @@ Model::Model(const std::vector<LayerSpec>& specs, const ModelCut& cut, const Lay
       throw ShapeError(where(spec.pos) + e.what());
     }
     nodes_.push_back(std::move(node));
+    layer_index_.push_back(cut.layer_indices.empty() ? static_cast<int>(nodes_.size()) - 1
+                                                     : cut.layer_indices[static_cast<size_t>(s)]);
   }
   // A result read by a later part counts as read: it is never fused away.
   for (const std::string& name : cut.outputs) {
     auto it = index_of.find(name);
-    if (it == index_of.end())
-      throw Error("a model part's output '" + name + "' is none of its layers");
+    if (it == index_of.end()) throw Error("a model part's output '" + name + "' is none of its layers");
     outputs_.push_back(node_of[it->second]);
     ++consumers_[node_of[it->second]];
   }
@@ -203,7 +207,8 @@ void Model::findTrainedPaths() {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     bool trained = !nodes_[i].layer->paramSpecs().empty();
     for (int in : nodes_[i].inputs)
-      trained = trained || (in >= 0 ? trained_path_[in] : input_needs_gradient_[static_cast<size_t>(-1 - in)]);
+      trained =
+          trained || (in >= 0 ? trained_path_[in] : input_needs_gradient_[static_cast<size_t>(-1 - in)]);
     trained_path_[i] = trained;
   }
 }
@@ -298,8 +303,8 @@ const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
 }
 
 void Model::backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx) {
-  backward(std::vector<const Tensor*>{&input}, std::vector<const Tensor*>{&doutput}, std::vector<Tensor*>{nullptr},
-           ctx);
+  backward(std::vector<const Tensor*>{&input}, std::vector<const Tensor*>{&doutput},
+           std::vector<Tensor*>{nullptr}, ctx);
 }
 
 void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext& ctx) {
@@ -317,7 +322,7 @@ void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext
   LayerContext c = ctx;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (alias_of_[i] >= 0) continue;
-    c.layer_index = static_cast<int>(i);
+    c.layer_index = layer_index_[i];
     if (ctx.layer_timer) ctx.layer_timer->begin(static_cast<int>(i), false);
     nodes_[i].layer->forward(inputsOf(nodes_[i], inputs), act_[i], c);
     if (ctx.layer_timer) ctx.layer_timer->end(static_cast<int>(i), false);
@@ -347,7 +352,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
       continue;
     }
     if (!trained_path_[i]) continue;  // no parameters here or upstream: nothing to compute
-    c.layer_index = i;
+    c.layer_index = layer_index_[static_cast<size_t>(i)];
     std::vector<Tensor*> din;
     std::vector<std::pair<Tensor*, Tensor>> to_add;  // (the gradient summed into, the slot's)
     to_add.reserve(node.inputs.size());

@@ -37,6 +37,10 @@ struct ModelCut {
   };
   std::vector<Input> inputs;
   std::vector<std::string> outputs;  // results out besides the last layer's
+  // Per spec, its layer's place in the whole model's topological order:
+  // dropout masks derive from it, so a part draws the whole model's masks
+  // (empty: the part's own order).
+  std::vector<int> layer_indices;
 };
 
 class Model {
@@ -108,13 +112,14 @@ class Model {
   void findTrainedPaths();
 
   Shape input_shape_;
-  std::vector<Node> nodes_;         // topological order; output last
+  std::vector<Node> nodes_;                 // topological order; output last
   std::vector<bool> input_needs_gradient_;  // per cut input (node input -1 - k)
   std::vector<Shape> input_shapes_;         // per cut input, per sample
+  std::vector<int> layer_index_;            // per node: LayerContext::layer_index (ModelCut::layer_indices)
   std::vector<int> outputs_;                // the results out: the cut's, then the last node
-  std::vector<int> consumers_;      // number of layers reading each node
-  std::vector<int> alias_of_;       // see aliasOf()
-  std::vector<bool> trained_path_;  // see needsGradient()
+  std::vector<int> consumers_;              // number of layers reading each node
+  std::vector<int> alias_of_;               // see aliasOf()
+  std::vector<bool> trained_path_;          // see needsGradient()
   std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
   // For nodes read by several layers: one buffer per input slot, so a layer
   // reading several shared nodes (an add of two branches) gets one for each.

@@ -62,6 +62,7 @@ StagePart stagePart(const Model& whole, const std::vector<LayerSpec>& specs, con
                           !network && whole.needsGradient(static_cast<size_t>(producer))});
     }
     part.specs.push_back(std::move(spec));
+    part.cut.layer_indices.push_back(static_cast<int>(i));
     last = static_cast<int>(i);
   }
   if (part.specs.empty()) throw Error("pipeline stage " + std::to_string(stage) + " holds no layers");
