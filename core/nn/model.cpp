@@ -298,13 +298,16 @@ std::vector<const Tensor*> Model::outputs() const {
 }
 
 const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
-  forward(std::vector<const Tensor*>{&input}, ctx);
+  one_input_.assign(1, &input);  // kept, so a whole model's step allocates nothing here
+  forward(one_input_, ctx);
   return act_.back();
 }
 
 void Model::backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx) {
-  backward(std::vector<const Tensor*>{&input}, std::vector<const Tensor*>{&doutput},
-           std::vector<Tensor*>{nullptr}, ctx);
+  one_input_.assign(1, &input);
+  one_doutput_.assign(1, &doutput);
+  no_dinput_.assign(1, nullptr);
+  backward(one_input_, one_doutput_, no_dinput_, ctx);
 }
 
 void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext& ctx) {
@@ -343,7 +346,8 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
     grad_[outputs_[k]].copyFrom(*doutputs[k]);
     written[outputs_[k]] = 1;
   }
-  std::vector<int> input_written(input_needs_gradient_.size(), 0);
+  std::vector<int>& input_written = input_written_;
+  input_written.assign(input_needs_gradient_.size(), 0);
   LayerContext c = ctx;
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     Node& node = nodes_[i];

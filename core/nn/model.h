@@ -116,10 +116,14 @@ class Model {
   std::vector<bool> input_needs_gradient_;  // per cut input (node input -1 - k)
   std::vector<Shape> input_shapes_;         // per cut input, per sample
   std::vector<int> layer_index_;            // per node: LayerContext::layer_index (ModelCut::layer_indices)
-  std::vector<int> outputs_;                // the results out: the cut's, then the last node
-  std::vector<int> consumers_;              // number of layers reading each node
-  std::vector<int> alias_of_;               // see aliasOf()
-  std::vector<bool> trained_path_;          // see needsGradient()
+  // The whole model's forward and backward pass their one input through these.
+  std::vector<const Tensor*> one_input_, one_doutput_;
+  std::vector<Tensor*> no_dinput_;
+  std::vector<int> input_written_;  // backward's count per cut input
+  std::vector<int> outputs_;        // the results out: the cut's, then the last node
+  std::vector<int> consumers_;      // number of layers reading each node
+  std::vector<int> alias_of_;       // see aliasOf()
+  std::vector<bool> trained_path_;  // see needsGradient()
   std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
   // For nodes read by several layers: one buffer per input slot, so a layer
   // reading several shared nodes (an add of two branches) gets one for each.
