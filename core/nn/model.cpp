@@ -21,11 +21,11 @@ std::string where(const SourcePos& pos) {
 
 Model::Model(const std::vector<LayerSpec>& specs, const Shape& input_shape, const LayerRegistry& registry,
              const LayerDefaults& defaults, ModelFusions fusions)
-    : Model(specs, ModelCut{{{"input", input_shape, false}}, {}}, registry, defaults, fusions) {}
+    : Model(specs, ModelCut{{{"input", input_shape, false}}, {}, {}}, registry, defaults, fusions) {}
 
 Model::Model(const std::vector<LayerSpec>& specs, const ModelCut& cut, const LayerRegistry& registry,
              const LayerDefaults& defaults, ModelFusions fusions)
-    : input_shape_(cut.inputs.empty() ? Shape{} : cut.inputs[0].shape) {
+    : cut_inputs_(cut.inputs) {
   if (specs.empty()) throw ConfigError("[model] has no layers");
   if (cut.inputs.empty()) throw Error("a model part reads no inputs");
   if (!cut.layer_indices.empty() && cut.layer_indices.size() != specs.size())
@@ -34,11 +34,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const ModelCut& cut, const Lay
   // The cut's inputs are node inputs -1, -2, ...; "input", the network's, is
   // the first of a whole model.
   std::map<std::string, int> external;
-  for (size_t k = 0; k < cut.inputs.size(); ++k) {
-    external[cut.inputs[k].name] = -1 - static_cast<int>(k);
-    input_needs_gradient_.push_back(cut.inputs[k].needs_gradient);
-    input_shapes_.push_back(cut.inputs[k].shape);
-  }
+  for (size_t k = 0; k < cut.inputs.size(); ++k) external[cut.inputs[k].name] = -1 - static_cast<int>(k);
   std::map<std::string, int> index_of;
   std::vector<std::string> names;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -208,7 +204,7 @@ void Model::findTrainedPaths() {
     bool trained = !nodes_[i].layer->paramSpecs().empty();
     for (int in : nodes_[i].inputs)
       trained =
-          trained || (in >= 0 ? trained_path_[in] : input_needs_gradient_[static_cast<size_t>(-1 - in)]);
+          trained || (in >= 0 ? trained_path_[in] : cut_inputs_[static_cast<size_t>(-1 - in)].needs_gradient);
     trained_path_[i] = trained;
   }
 }
@@ -260,12 +256,12 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const 
   size_t slots = 0;
   for (const Node& n : nodes_) slots = std::max(slots, n.inputs.size());
   // A cut input read by several layers sums their gradients through scratch too.
-  std::vector<int> input_readers(input_shapes_.size(), 0);
+  std::vector<int> input_readers(cut_inputs_.size(), 0);
   for (const Node& n : nodes_)
     for (int in : n.inputs)
       if (in < 0) ++input_readers[static_cast<size_t>(-1 - in)];
-  for (size_t k = 0; k < input_shapes_.size(); ++k)
-    if (input_readers[k] > 1) scratch = std::max(scratch, input_shapes_[k].withBatch(capacity).numel());
+  for (size_t k = 0; k < cut_inputs_.size(); ++k)
+    if (input_readers[k] > 1) scratch = std::max(scratch, cut_inputs_[k].shape.withBatch(capacity).numel());
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Shape s = nodes_[i].out_shape.withBatch(capacity);
     // Also a fused relu's result may be read by several layers (a residual input).
@@ -311,8 +307,8 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
 }
 
 void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext& ctx) {
-  if (inputs.size() != input_needs_gradient_.size())
-    throw Error("a model part of " + std::to_string(input_needs_gradient_.size()) + " inputs was given " +
+  if (inputs.size() != cut_inputs_.size())
+    throw Error("a model part of " + std::to_string(cut_inputs_.size()) + " inputs was given " +
                 std::to_string(inputs.size()));
   int64_t n = inputs[0]->dim(0);
   if (n > capacity_)
@@ -334,10 +330,10 @@ void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext
 
 void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& doutputs,
                      const std::vector<Tensor*>& dinputs, const LayerContext& ctx) {
-  if (doutputs.size() != outputs_.size() || dinputs.size() != input_needs_gradient_.size())
+  if (doutputs.size() != outputs_.size() || dinputs.size() != cut_inputs_.size())
     throw Error("a model part of " + std::to_string(outputs_.size()) + " outputs and " +
-                std::to_string(input_needs_gradient_.size()) + " inputs was given " +
-                std::to_string(doutputs.size()) + " and " + std::to_string(dinputs.size()) + " gradients");
+                std::to_string(cut_inputs_.size()) + " inputs was given " + std::to_string(doutputs.size()) +
+                " and " + std::to_string(dinputs.size()) + " gradients");
   // A node read by several layers sums their gradients: the first reader (in
   // reverse order) writes, later readers write to scratch and add. A result
   // out starts from the gradient a later part sent, which its readers here add to.
@@ -347,7 +343,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
     written[outputs_[k]] = 1;
   }
   std::vector<int>& input_written = input_written_;
-  input_written.assign(input_needs_gradient_.size(), 0);
+  input_written.assign(cut_inputs_.size(), 0);
   LayerContext c = ctx;
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     Node& node = nodes_[i];
@@ -365,7 +361,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
       int* count = nullptr;
       if (in < 0) {  // a cut input: its gradient goes back to the part it came from, if it needs one
         const auto k = static_cast<size_t>(-1 - in);
-        if (input_needs_gradient_[k] && dinputs[k]) {
+        if (cut_inputs_[k].needs_gradient && dinputs[k]) {
           target = dinputs[k];
           count = &input_written[k];
         }

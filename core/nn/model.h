@@ -100,7 +100,8 @@ class Model {
   // Whether backward computes the gradient of node i's output: only when node i
   // or a node upstream of it has parameters.
   bool needsGradient(size_t i) const { return trained_path_[i]; }
-  const Shape& inputShape() const { return input_shape_; }
+  // The first cut input's (a whole model's: the network's input).
+  const Shape& inputShape() const { return cut_inputs_[0].shape; }
   const Shape& outputShape() const { return nodes_.back().out_shape; }
   int64_t forwardFlops() const;
 
@@ -111,11 +112,9 @@ class Model {
   bool fuseResidualAdd(size_t i);
   void findTrainedPaths();
 
-  Shape input_shape_;
-  std::vector<Node> nodes_;                 // topological order; output last
-  std::vector<bool> input_needs_gradient_;  // per cut input (node input -1 - k)
-  std::vector<Shape> input_shapes_;         // per cut input, per sample
-  std::vector<int> layer_index_;            // per node: LayerContext::layer_index (ModelCut::layer_indices)
+  std::vector<Node> nodes_;                  // topological order; output last
+  std::vector<ModelCut::Input> cut_inputs_;  // node input -1 - k is cut_inputs_[k]
+  std::vector<int> layer_index_;             // per node: LayerContext::layer_index (ModelCut::layer_indices)
   // The whole model's forward and backward pass their one input through these.
   std::vector<const Tensor*> one_input_, one_doutput_;
   std::vector<Tensor*> no_dinput_;

@@ -227,15 +227,21 @@ void ParameterServerStrategy::pushOwnSlice(const StepInput& in, int64_t batch) {
     shards_->finishParts(pushes_, in.lr, replicas.grads().data(), sliceFiguresOf(f, in.stop));
     return;
   }
+  computeWholeAndPush(in, batch, rank());
+}
+
+void ParameterServerStrategy::computeWholeAndPush(const StepInput& in, int64_t batch, int slice) {
+  ReplicaSet& replicas = *local_->parts().replicas;
   const BatchFigures f = local_->computeGradients(in, nullptr);
   local_->sumReplicas();
   if (!local_->onDevice()) {
-    shards_->push(pushes_, in.lr, replicas.grads().data(), batch, rank(), sliceFiguresOf(f, in.stop));
+    shards_->push(pushes_, in.lr, replicas.grads().data(), batch, slice, sliceFiguresOf(f, in.stop));
     return;
   }
-  own_host_grads_ = replicas.grads().to(Device::cpu());  // stays for a resend
-  shards_->push(pushes_, in.lr, own_host_grads_.data(), batch, rank(),
-                sliceFiguresOf(slicesFigures(), in.stop));
+  // This worker's own slice is sent again from here if no answer comes (a
+  // lost worker's, pushed after it, is copied by the push).
+  host_grads_ = replicas.grads().to(Device::cpu());
+  shards_->push(pushes_, in.lr, host_grads_.data(), batch, slice, sliceFiguresOf(slicesFigures(), in.stop));
 }
 
 bool ParameterServerStrategy::pushInPlace() {
@@ -246,17 +252,8 @@ bool ParameterServerStrategy::pushInPlace() {
     shards_->keepOwnPush();  // this slice's gradients overwrite this worker's own
     replicas.grads().zero();
     const uint64_t seed = dropoutSeedOf(local_->parts().job->job.seed, together_batch_);
-    const StepInput in{readSlice(together_batch_, slice), together_lr_, together_batch_ + 1, seed};
-    BatchFigures f = local_->computeGradients(in, nullptr);
-    local_->sumReplicas();
-    if (local_->onDevice()) {
-      const Tensor grads = replicas.grads().to(Device::cpu());
-      shards_->push(pushes_, together_lr_, grads.data(), together_batch_, slice,
-                    sliceFiguresOf(slicesFigures(), 0));
-    } else {
-      shards_->push(pushes_, together_lr_, replicas.grads().data(), together_batch_, slice,
-                    sliceFiguresOf(f, 0));
-    }
+    computeWholeAndPush(StepInput{readSlice(together_batch_, slice), together_lr_, together_batch_ + 1, seed},
+                        together_batch_, slice);
     pushed = true;
   }
   return pushed;
@@ -420,13 +417,17 @@ void ParameterServerStrategy::agreeOnBuffers(ParamStore& buffers) {
       takeInLossesTogether(true);
     }
     if (handover_.isLost(r) && !store_->check(key(r))) continue;
-    const Bytes theirs =
-        r == rank() ? Bytes(mine, mine + bytes) : store_->get(key(r), secondsToMillis(timeout_s_));
-    if (theirs.size() != bytes)
-      throw CommError("parameter server: worker " + std::to_string(r) + " shared " +
-                      std::to_string(theirs.size()) + " bytes of batch-norm statistics for " +
-                      std::to_string(bytes) + "; start every worker from the same job file and dtrain build");
-    const auto* v = reinterpret_cast<const float*>(theirs.data());
+    Bytes theirs;
+    const float* v = host.data();
+    if (r != rank()) {
+      theirs = store_->get(key(r), secondsToMillis(timeout_s_));
+      if (theirs.size() != bytes)
+        throw CommError("parameter server: worker " + std::to_string(r) + " shared " +
+                        std::to_string(theirs.size()) + " bytes of batch-norm statistics for " +
+                        std::to_string(bytes) +
+                        "; start every worker from the same job file and dtrain build");
+      v = reinterpret_cast<const float*>(theirs.data());
+    }
     for (size_t i = 0; i < sums.size(); ++i) sums[i] += v[i];
     ++counted;
   }

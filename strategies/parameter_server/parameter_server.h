@@ -91,6 +91,9 @@ class ParameterServerStrategy : public Strategy {
   // workers it computes in their place, then every shard's answer.
   StepFigures stepTogether(const StepInput& in, int64_t batch);
   void pushOwnSlice(const StepInput& in, int64_t batch);
+  // `in`'s gradients computed after backward and pushed whole as worker
+  // `slice`'s slice of global batch `batch` (no wait for the answer).
+  void computeWholeAndPush(const StepInput& in, int64_t batch, int slice);
   // The lost workers' slices of the update under way this worker owns and
   // has not pushed yet, computed and pushed; whether there were any.
   bool pushInPlace();
@@ -132,7 +135,7 @@ class ParameterServerStrategy : public Strategy {
   double together_lr_ = 0;
   std::set<int> pushed_in_place_;
   std::chrono::steady_clock::time_point last_loss_poll_{};
-  Tensor own_host_grads_;  // on a GPU: this worker's push, kept for a resend
+  Tensor host_grads_;  // on a GPU: the host copy of the last slice pushed whole
   Batch slice_data_;
   int64_t buffer_rounds_ = 0;  // agreeOnBuffers calls
   bool drained_ = false;

@@ -48,6 +48,15 @@ ps::Header ShardClients::header(ps::Kind kind, int shard, int64_t update, double
   return h;
 }
 
+ps::Header ShardClients::pushHeader(int shard, int64_t update, double lr, int64_t batch, int slice,
+                                    const ps::SliceFigures& figures) const {
+  ps::Header h = header(ps::Kind::Push, shard, update, lr);
+  h.batch = batch;
+  h.slice = slice;
+  h.figures = figures;
+  return h;
+}
+
 const float* ShardClients::slice(int shard, const float* flat) {
   const std::vector<PlacedRange>& ranges = ranges_[static_cast<size_t>(shard)];
   if (ranges.size() == 1) return flat + ranges[0].begin;  // contiguous: sent from where it is
@@ -144,11 +153,8 @@ void ShardClients::push(int64_t update, double lr, const float* grads, int64_t b
       in_place_.back().per_shard.emplace_back(data, data + n);
       data = in_place_.back().per_shard.back().data();
     }
-    ps::Header h = header(ps::Kind::Push, s, update, lr);
-    h.batch = batch;
-    h.slice = of_worker;
-    h.figures = figures;
-    ps::send(sockets_[static_cast<size_t>(s)], h, {{data, n}});
+    ps::send(sockets_[static_cast<size_t>(s)], pushHeader(s, update, lr, batch, of_worker, figures),
+             {{data, n}});
   }
 }
 
@@ -258,17 +264,11 @@ ps::Message ShardClients::awaitParams(int shard, int64_t update, double lr, cons
 void ShardClients::resend(int shard, int64_t update, double lr) {
   const auto s = static_cast<size_t>(shard);
   const int64_t n = placement_.shard_floats[s];
-  ps::Header h = header(ps::Kind::Push, shard, update, lr);
-  h.batch = push_batch_;
-  h.slice = push_slice_;
-  h.figures = push_figures_;
-  ps::send(sockets_[s], h, {{pushed_[s], n}});
-  for (const PushInPlace& p : in_place_) {
-    h.batch = p.batch;
-    h.slice = p.slice;
-    h.figures = p.figures;
-    ps::send(sockets_[s], h, {{p.per_shard[s].data(), n}});
-  }
+  ps::send(sockets_[s], pushHeader(shard, update, lr, push_batch_, push_slice_, push_figures_),
+           {{pushed_[s], n}});
+  for (const PushInPlace& p : in_place_)
+    ps::send(sockets_[s], pushHeader(shard, update, lr, p.batch, p.slice, p.figures),
+             {{p.per_shard[s].data(), n}});
 }
 
 void ShardClients::gather(float* params, const std::vector<float*>& state) {

@@ -99,6 +99,9 @@ class ShardClients {
   // Sends the pushes of `update` to shard s again: this worker's own and those in lost workers' places.
   void resend(int shard, int64_t update, double lr);
   ps::Header header(ps::Kind kind, int shard, int64_t update, double lr = 0) const;
+  // A whole push's: the slice of global batch `batch` it is of, and its figures.
+  ps::Header pushHeader(int shard, int64_t update, double lr, int64_t batch, int slice,
+                        const ps::SliceFigures& figures) const;
 
   ShardPlacement placement_;
   std::vector<std::vector<PlacedRange>> ranges_;  // per shard

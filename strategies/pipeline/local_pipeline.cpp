@@ -14,6 +14,7 @@ LocalPipeline::LocalPipeline(const Model& whole, const std::vector<LayerSpec>& s
                              const LayerDefaults& defaults)
     : schedule_(schedule), classes_(classes), last_name_(whole.nodes().back().layer->name()) {
   const ScheduleReport report = checkSchedule(schedule_);
+  order_ = report.order;
   for (int s = 0; s < schedule_.config.stages; ++s) {
     auto stage = std::make_unique<Stage>();
     stage->part = stagePart(whole, specs, stage_of, s);
@@ -47,42 +48,16 @@ BatchFigures LocalPipeline::step(const Batch& batch, uint64_t seed, float grad_s
   returned_.clear();
   dlogits_.clear();
   BatchFigures figures;
-  const int n = stages();
-  std::vector<size_t> pc(static_cast<size_t>(n), 0);
-  // Sends done, per (from, to): the messages a receive may take, in order.
-  std::map<std::pair<int, int>, std::vector<int>> delivered;
-  std::map<std::pair<int, int>, size_t> taken;
-  for (;;) {
-    bool moved = false, done = true;
-    for (int s = 0; s < n; ++s) {
-      const std::vector<Action>& list = schedule_.stages[static_cast<size_t>(s)];
-      size_t& at = pc[static_cast<size_t>(s)];
-      while (at < list.size()) {
-        const Action& a = list[at];
-        if (a.op == Op::RecvActivation || a.op == Op::RecvGradient) {
-          const std::vector<int>& queue = delivered[{a.peer, s}];
-          size_t& next = taken[{a.peer, s}];
-          if (next >= queue.size()) break;  // not sent yet
-          if (queue[next] != a.micro_batch)
-            throw Error("pipeline: stage " + std::to_string(s) + " expected micro-batch " +
-                        std::to_string(a.micro_batch) + " from stage " + std::to_string(a.peer) +
-                        ", which sent " + std::to_string(queue[next]));
-          ++next;
-        } else if (a.op == Op::SendActivation || a.op == Op::SendGradient) {
-          delivered[{s, a.peer}].push_back(a.micro_batch);
-        } else if (a.op == Op::Forward) {
-          forward(s, a.micro_batch, batch, seed, grad_scale, figures);
-        } else if (a.op == Op::Backward) {
-          backward(s, a.micro_batch, batch, seed);
-        }  // AllReduce (one replica here) and Update (the caller's) do nothing
-        ++at;
-        moved = true;
-      }
-      done = done && at == list.size();
-    }
-    if (done) break;
-    if (!moved)
-      throw Error("pipeline: the schedule's lists wait for each other");  // checkSchedule rules it out
+  // In the order the schedule's check ran the lists: every receive finds its
+  // message sent (the check matched each send to its receive).
+  for (const auto& [s, at] : order_) {
+    const Action& a = schedule_.stages[static_cast<size_t>(s)][at];
+    if (a.op == Op::Forward)
+      forward(s, a.micro_batch, batch, seed, grad_scale, figures);
+    else if (a.op == Op::Backward)
+      backward(s, a.micro_batch, batch, seed);
+    // Sends and receives move nothing here (the results stay in sent_ and
+    // returned_); AllReduce (one replica here) and Update (the caller's) do nothing.
   }
   return figures;
 }

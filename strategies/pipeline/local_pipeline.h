@@ -61,6 +61,7 @@ class LocalPipeline {
   std::pair<int64_t, int64_t> rows(int m, int64_t n) const;  // [begin, end) of micro-batch m
 
   Schedule schedule_;
+  std::vector<std::pair<int, size_t>> order_;  // (stage, action), as checkSchedule ran them
   int64_t classes_;
   std::vector<std::unique_ptr<Stage>> stages_;
   std::string last_name_;  // the model's output layer

@@ -71,6 +71,7 @@ class Checker {
     for (double b : busy_) busy += b;
     r.bubble_fraction = r.makespan > 0 ? 1.0 - busy / (n_ * r.makespan) : 0.0;
     r.peak_in_flight = peak_;
+    r.order = std::move(order_);
     return r;
   }
 
@@ -146,6 +147,7 @@ class Checker {
       case Op::Update:
         break;
     }
+    order_.emplace_back(s, pc_[i]);
     ++pc_[i];
     return true;
   }
@@ -168,6 +170,7 @@ class Checker {
   std::vector<double> clock_, busy_;
   std::vector<int> in_flight_, peak_;
   std::map<std::pair<int, int>, std::deque<Message>> queues_;  // (from, to)
+  std::vector<std::pair<int, size_t>> order_;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 // stages' time spent waiting) and each stage's peak number of micro-batches
 // whose activations are held (forwarded, not yet backwarded).
 #pragma once
+#include <utility>
 #include <vector>
 
 #include "strategies/pipeline/schedule.h"
@@ -22,6 +23,9 @@ struct ScheduleReport {
   double makespan = 0;              // in the costs' unit
   double bubble_fraction = 0;       // 1 - (the stages' busy time) / (stages x makespan)
   std::vector<int> peak_in_flight;  // per stage
+  // Every action as the run took them, (stage, index in its list): an order
+  // in which one process may run all the stages (LocalPipeline does).
+  std::vector<std::pair<int, size_t>> order;
 };
 
 // `forward_cost` and `backward_cost`: per stage (empty: 1 and 2 on every
