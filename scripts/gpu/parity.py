@@ -13,6 +13,10 @@ Items (each PASS or FAIL, with its figures):
                  against the 1-rank run above: sync within 0.005 in test accuracy and 1% in
                  test loss (the same training up to the order of float sums), async within
                  0.01 in test accuracy.
+  central-storage-2-workers
+                 central storage, 2 workers on the one GPU (gloo), the variables and the
+                 update on rank 0, against the 1-rank run: test accuracy within 0.005 and
+                 test loss within 1%.
   nccl-resume    mirrored, 1 rank, backend nccl, constant lr: 200 steps, then
                  `dtrain resume RUN_DIR --set train.steps=400`; against one run of 400
                  steps straight through: the resume reaches step 400 with every step
@@ -128,21 +132,27 @@ def one_rank(a):
     return ONE_RANK["run"]
 
 
+def same_as_one_rank(a, name, run, label, key):
+    """The item comparing a several-process run with the 1-rank run: test accuracy within 0.005,
+    test loss within 1%."""
+    one = one_rank(a)
+    figures = {key: run.figures(), "one_rank": one.figures()}
+    if not (run.ok and one.ok):
+        return item(name, False, "; ".join(r.why() for r in (run, one) if not r.ok), **figures)
+    acc_diff = abs(run.accuracy - one.accuracy)
+    loss_rel = abs(run.loss - one.loss) / max(one.loss, 1e-12)
+    ok = acc_diff <= 0.005 and loss_rel <= 0.01
+    return item(name, ok,
+                f"test accuracy {label} {run.accuracy:.4f} / 1 rank {one.accuracy:.4f} (diff {acc_diff:.4f}, "
+                f"bar 0.005); test loss {run.loss:.4f} / {one.loss:.4f} ({loss_rel:.1%}, bar 1%)",
+                accuracy_diff=acc_diff, loss_rel_diff=loss_rel, **figures)
+
+
 def gloo_two_ranks(a):
     common = [f"train.epochs={a.epochs}", "job.device=cuda", "job.precision=fp32"]
     two = train(a, "cnn_gloo_2ranks", common + ["strategy.type=mirrored", "strategy.workers=2",
                                                 "strategy.backend=gloo"])
-    one = one_rank(a)
-    figures = {"two_ranks": two.figures(), "one_rank": one.figures()}
-    if not (two.ok and one.ok):
-        return item("gloo-2-ranks", False, "; ".join(r.why() for r in (two, one) if not r.ok), **figures)
-    acc_diff = abs(two.accuracy - one.accuracy)
-    loss_rel = abs(two.loss - one.loss) / max(one.loss, 1e-12)
-    ok = acc_diff <= 0.005 and loss_rel <= 0.01
-    return item("gloo-2-ranks", ok,
-                f"test accuracy 2 ranks {two.accuracy:.4f} / 1 rank {one.accuracy:.4f} (diff {acc_diff:.4f}, "
-                f"bar 0.005); test loss {two.loss:.4f} / {one.loss:.4f} ({loss_rel:.1%}, bar 1%)",
-                accuracy_diff=acc_diff, loss_rel_diff=loss_rel, **figures)
+    return same_as_one_rank(a, "gloo-2-ranks", two, "2 ranks", "two_ranks")
 
 
 def ps_two_workers(a):
@@ -163,6 +173,13 @@ def ps_two_workers(a):
                 f"(sync diff {sync_acc:.4f}, bar 0.005; async diff {async_acc:.4f}, bar 0.01); test loss sync "
                 f"{sync.loss:.4f} / 1 rank {one.loss:.4f} ({sync_loss:.1%}, bar 1%)",
                 sync_accuracy_diff=sync_acc, sync_loss_rel_diff=sync_loss, async_accuracy_diff=async_acc, **figures)
+
+
+def central_storage_two_workers(a):
+    common = [f"train.epochs={a.epochs}", "job.device=cuda", "job.precision=fp32",
+              "strategy.type=central_storage", "strategy.workers=2", "strategy.backend=gloo"]
+    two = train(a, "cnn_central_storage", common)
+    return same_as_one_rank(a, "central-storage-2-workers", two, "2 workers", "two_workers")
 
 
 def nccl_resume(a):
@@ -199,7 +216,7 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build-gpu", "parity"))
     ap.add_argument("--json", default="")
     ap.add_argument("--budget", type=float, default=0, help="seconds for all runs together (default: no limit)")
-    names = ["cuda-vs-cpu", "gloo-2-ranks", "ps-2-workers", "nccl-resume"]
+    names = ["cuda-vs-cpu", "gloo-2-ranks", "ps-2-workers", "central-storage-2-workers", "nccl-resume"]
     ap.add_argument("--only", nargs="+", choices=names, default=names)
     a = ap.parse_args()
     a.dtrain = os.path.abspath(a.dtrain)
@@ -213,7 +230,7 @@ def main():
     if a.budget > 0:
         DEADLINE[0] = time.monotonic() + a.budget
     checks = {"cuda-vs-cpu": cuda_vs_cpu, "gloo-2-ranks": gloo_two_ranks, "ps-2-workers": ps_two_workers,
-              "nccl-resume": nccl_resume}
+              "central-storage-2-workers": central_storage_two_workers, "nccl-resume": nccl_resume}
     items = [checks[name](a) for name in a.only]
     if a.json:
         with open(a.json + ".tmp", "w") as f:

@@ -143,7 +143,7 @@ def rows_of(results):
     if parity:
         items = parity["items"]
         passed = sum(1 for it in items if it["pass"])
-        rows.append(("parity", passed == len(items) == 3, f"{passed} of {len(items)} items pass (bar 3 of 3)"))
+        rows.append(("parity", passed == len(items) > 0, f"{passed} of {len(items)} items pass (bar: all)"))
         for it in items:
             rows.append((f"parity {it['name']}", it["pass"], it["detail"]))
     bench = load_json(os.path.join(results, "bench.json"))

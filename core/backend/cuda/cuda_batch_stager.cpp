@@ -35,8 +35,10 @@ BatchStager::Staged CudaBatchStager::stage(const float* images, int64_t image_fl
                 std::to_string(max_labels_) + " samples, " + std::to_string(max_image_floats_) + " floats)");
   Buffer& b = buffers_[next_];
   // The pinned labels are rewritten by the host: their last copy must have
-  // run. It has, two steps on, unless the device is that far behind.
-  if (!b.copied.done()) b.copied.synchronize();
+  // run. It has, two steps on, unless the device is that far behind, with
+  // the steps since queued behind that copy: the host is held back, the
+  // device kept busy.
+  if (!b.copied.done()) b.copied.waitAhead();
   std::memcpy(b.pinned_labels.get(), labels, static_cast<size_t>(n) * sizeof(int32_t));
   b.freed.makeWait(copies_);  // the step before last has finished reading this buffer
   checkCuda(cudaMemcpyAsync(b.images.get(), images, static_cast<size_t>(image_floats) * sizeof(float),

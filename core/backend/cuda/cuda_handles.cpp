@@ -59,6 +59,11 @@ void CudaEvent::synchronize() const {
   checkCuda(cudaEventSynchronize(event_), "wait for an event");
 }
 
+void CudaEvent::waitAhead() const {
+  noteHostAheadWait();
+  checkCuda(cudaEventSynchronize(event_), "wait for an event");
+}
+
 bool CudaEvent::done() const {
   const cudaError_t status = cudaEventQuery(event_);
   if (status == cudaErrorNotReady) {

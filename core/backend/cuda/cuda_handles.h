@@ -39,6 +39,9 @@ class CudaEvent {
   void makeWait(cudaStream_t stream) const;
   // Waits for the event (counted: core/backend/device_waits.h).
   void synchronize() const;
+  // Waits for the event, when the host has queued whole steps behind it:
+  // counted as back-pressure, not as a wait that may run the device dry.
+  void waitAhead() const;
   // Whether the work before its record has finished; never waits.
   bool done() const;
 

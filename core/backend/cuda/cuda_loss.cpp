@@ -60,7 +60,9 @@ LossSums CudaLoss::takeSnapshot() {
   const Pending p = pending_.front();
   pending_.pop_front();
   const CudaEvent& copied = copied_[static_cast<size_t>(p.slot)];
-  if (!copied.done()) copied.synchronize();  // the device is more than a step behind
+  // Waits only when the device is more than a step behind: the step queued
+  // since keeps it busy meanwhile.
+  if (!copied.done()) copied.waitAhead();
   Sums got;
   std::memcpy(&got, static_cast<const Sums*>(host_sums_.get()) + p.slot, sizeof got);
   if (got.bad_label)

@@ -20,7 +20,7 @@ void CudaStepScalarsBuffer::upload(const StepScalars& scalars) {
   const int slot = next_;
   next_ = (next_ + 1) % kSlots;
   const CudaEvent& copied = copied_[static_cast<size_t>(slot)];
-  if (!copied.done()) copied.synchronize();  // the device is kSlots steps behind
+  if (!copied.done()) copied.waitAhead();  // the device is kSlots steps behind, with them queued
   StepScalars* host = static_cast<StepScalars*>(pinned_.get()) + slot;
   std::memcpy(host, &scalars, sizeof scalars);
   checkCuda(cudaMemcpyAsync(device_.get(), host, sizeof scalars, cudaMemcpyHostToDevice, ctx_.stream()),
