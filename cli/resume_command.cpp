@@ -59,7 +59,7 @@ int nodeOf(const JobConfig& job, int node_option) {
 
 int processesOf(const JobConfig& job) {
   if (!isMultiProcess(job)) return 1;
-  if (!job.cluster.present) return job.strategy.workers;
+  if (!job.cluster.present) return trainingProcesses(job.strategy);
   int n = 0;
   for (const ClusterHost& h : job.cluster.hosts) n += h.slots;
   return n;

@@ -57,11 +57,16 @@ std::vector<LayerSpec> modelLayerSpecs(const ModelSection& model, int64_t classe
   return model.layers;
 }
 
-std::unique_ptr<Model> buildModel(const ModelSection& model, const Shape& input_shape, int64_t classes,
-                                  const LayerRegistry& registry) {
+LayerDefaults layerDefaultsOf(const ModelSection& model) {
   LayerDefaults defaults;
   defaults.weight_init = model.init == "glorot" ? InitKind::GlorotUniform : InitKind::HeNormal;
-  auto built = std::make_unique<Model>(modelLayerSpecs(model, classes), input_shape, registry, defaults);
+  return defaults;
+}
+
+std::unique_ptr<Model> buildModel(const ModelSection& model, const Shape& input_shape, int64_t classes,
+                                  const LayerRegistry& registry) {
+  auto built =
+      std::make_unique<Model>(modelLayerSpecs(model, classes), input_shape, registry, layerDefaultsOf(model));
   if (built->outputShape() != Shape{classes}) {
     const auto& last = built->nodes().back();
     std::string at = last.pos.str();

@@ -15,6 +15,9 @@ namespace dtrain {
 // The layer list the model section describes (a preset expanded, or as written).
 std::vector<LayerSpec> modelLayerSpecs(const ModelSection& model, int64_t classes);
 
+// The defaults its layers take ([model] init).
+LayerDefaults layerDefaultsOf(const ModelSection& model);
+
 // Builds one replica. `input_shape` is the dataset's sample shape [C,H,W].
 std::unique_ptr<Model> buildModel(const ModelSection& model, const Shape& input_shape, int64_t classes,
                                   const LayerRegistry& registry);

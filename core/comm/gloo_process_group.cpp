@@ -5,11 +5,14 @@
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
 #include <utility>
+#include <vector>
 
 #include "core/comm/collective_checks.h"
 #include "core/comm/gloo_algorithm_cache.h"
@@ -41,6 +44,9 @@ class GlooProcessGroup::Impl {
   void allGather(const float* in, int64_t n, float* out);
   void reduceScatterSum(float* data, const std::vector<int64_t>& counts);
   void barrier();
+  void sendAsync(const void* data, int64_t bytes, int to, uint32_t tag);
+  void recv(void* data, int64_t bytes, int from, uint32_t tag);
+  void waitSends();
 
   const int rank;
   const int size;
@@ -68,6 +74,8 @@ class GlooProcessGroup::Impl {
   std::unique_ptr<AllToAllExchange> exchange_;
   std::unique_ptr<GlooAlgorithmCache> cache_;
   uint32_t nextTag_ = 1;
+  // Point-to-point sends started and not yet waited for, with their peers.
+  std::vector<std::pair<std::unique_ptr<gloo::transport::UnboundBuffer>, int>> sends_;
   std::string failure_;  // the first failure; set = unusable
 };
 
@@ -243,6 +251,51 @@ void GlooProcessGroup::Impl::barrier() {
   collective("barrier", [&] { barrier_->run(); });
 }
 
+namespace {
+
+// Point-to-point messages' slots: apart from every collective's (gloo/types.h).
+constexpr uint8_t kPointToPointSlotPrefix = 0x70;
+
+void checkPeer(const char* what, int peer, int self, int size) {
+  if (peer < 0 || peer >= size || peer == self)
+    throw CommError(std::string(what) + ": rank " + std::to_string(peer) + " is not another rank of the " +
+                    std::to_string(size) + " (this is rank " + std::to_string(self) + ")");
+}
+
+}  // namespace
+
+void GlooProcessGroup::Impl::sendAsync(const void* data, int64_t bytes, int to, uint32_t tag) {
+  checkPeer("send", to, rank, size);
+  collective("send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(to), [&] {
+    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), static_cast<size_t>(bytes));
+    buffer->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag));
+    sends_.emplace_back(std::move(buffer), to);
+  });
+}
+
+void GlooProcessGroup::Impl::recv(void* data, int64_t bytes, int from, uint32_t tag) {
+  checkPeer("receive", from, rank, size);
+  collective("receive of " + std::to_string(bytes) + " bytes from rank " + std::to_string(from), [&] {
+    auto buffer = context_->createUnboundBuffer(data, static_cast<size_t>(bytes));
+    buffer->recv(from, gloo::Slot::build(kPointToPointSlotPrefix, tag));
+    if (!buffer->waitRecv(options.timeout))
+      throw CommError("rank " + std::to_string(from) + " sent nothing within " +
+                      std::to_string(options.timeout.count()) + " ms");
+  });
+}
+
+void GlooProcessGroup::Impl::waitSends() {
+  while (!sends_.empty()) {
+    auto& [buffer, to] = sends_.front();
+    collective("send to rank " + std::to_string(to), [&] {
+      if (!buffer->waitSend(options.timeout))
+        throw CommError("rank " + std::to_string(to) + " took nothing within " +
+                        std::to_string(options.timeout.count()) + " ms");
+    });
+    sends_.erase(sends_.begin());
+  }
+}
+
 // GlooProcessGroup ----------------------------------------------------------
 
 GlooProcessGroup::GlooProcessGroup(Store& store, int rank, int size, GlooOptions options)
@@ -272,6 +325,16 @@ void GlooProcessGroup::reduceScatterSum(float* data, const std::vector<int64_t>&
 }
 
 void GlooProcessGroup::barrier() { impl_->barrier(); }
+
+void GlooProcessGroup::sendAsync(const void* data, int64_t bytes, int to, uint32_t tag) {
+  impl_->sendAsync(data, bytes, to, tag);
+}
+
+void GlooProcessGroup::recv(void* data, int64_t bytes, int from, uint32_t tag) {
+  impl_->recv(data, bytes, from, tag);
+}
+
+void GlooProcessGroup::waitSends() { impl_->waitSends(); }
 
 std::string GlooProcessGroup::allReduceAlgorithmFor(const std::string& option, int size, int64_t bytes) {
   if (!isKnownAllReduceOption(option)) throw CommError(unknownAllReduceOptionText(option));

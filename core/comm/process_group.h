@@ -34,6 +34,18 @@ class ProcessGroup {
   // sum of that segment. Other segments of data are left unspecified.
   virtual void reduceScatterSum(float* data, const std::vector<int64_t>& counts) = 0;
   virtual void barrier() = 0;
+
+  // Point to point (a pipeline's stage-to-stage messages). Not collective:
+  // only the two ranks take part. Between two ranks, the messages of one tag
+  // arrive in the order they were sent.
+  // Starts sending `bytes` bytes to rank `to` and returns; `data` must stay
+  // untouched until waitSends() has returned.
+  virtual void sendAsync(const void* data, int64_t bytes, int to, uint32_t tag);
+  // Receives the next message of `tag` from rank `from`, which must be
+  // `bytes` bytes long, within the group's deadline.
+  virtual void recv(void* data, int64_t bytes, int from, uint32_t tag);
+  // Waits until every send started has been handed over.
+  virtual void waitSends();
 };
 
 }  // namespace dtrain

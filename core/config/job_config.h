@@ -134,6 +134,7 @@ struct StrategySection {
   // "multi_worker_mirrored": the hosts of [cluster], each with its slots.
   // "central_storage": one host, `workers` processes, the update on rank 0.
   // "parameter_server": `workers` processes and `ps` shards on one host.
+  // "pipeline": the model's layers split into stages (below).
   std::string type = "one_device";
   // mirrored, central_storage, parameter_server: worker processes on this host (CPU slots or GPUs)
   int workers = 2;
@@ -169,7 +170,25 @@ struct StrategySection {
   // Batch-norm statistics: per rank (false: each rank normalises by its own
   // slice of the batch, as tf.distribute and DDP do) or over the global batch.
   bool sync_batchnorm = false;
+  // pipeline: the model cut into `stages` stages, one process each, times
+  // `replicas` data-parallel copies of the pipeline (stages x replicas
+  // processes on this host). `stages = N` splits automatically, balancing
+  // the layers' predicted cost; [[strategy.stages]] layers = [...] names
+  // each stage's layers instead (then stages is their count).
+  int stages = 2;
+  std::vector<std::vector<std::string>> stage_layers;  // per stage, when named
+  // Each replica's share of the global batch is cut into this many
+  // micro-batches (1: model parallelism, no pipelining).
+  int micro_batches = 4;
+  std::string schedule = "1f1b";  // "1f1b" | "gpipe"
+  int replicas = 1;
 };
+
+// The training processes a one-host job of this strategy starts: `workers`,
+// or a pipeline's stages x replicas (a parameter server's shards come on top).
+inline int trainingProcesses(const StrategySection& s) {
+  return s.type == "pipeline" ? s.stages * s.replicas : s.workers;
+}
 
 // One host of a multi-host run: [[cluster.hosts]] or hosts = [{ address = ..., slots = ... }].
 struct ClusterHost {

@@ -96,6 +96,10 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(strategy, bucket_mb),
       DTRAIN_JOB_FIELD(strategy, backend),
       DTRAIN_JOB_FIELD(strategy, sync_batchnorm),
+      DTRAIN_JOB_FIELD(strategy, stages),
+      DTRAIN_JOB_FIELD(strategy, micro_batches),
+      DTRAIN_JOB_FIELD(strategy, schedule),
+      DTRAIN_JOB_FIELD(strategy, replicas),
 
       DTRAIN_JOB_FIELD(cluster, from),
       DTRAIN_JOB_FIELD(cluster, coordinator),

@@ -85,6 +85,22 @@ void writeHosts(std::string& out, const std::vector<ClusterHost>& hosts) {
   }
 }
 
+void writeStages(std::string& out, const std::vector<std::vector<std::string>>& stages) {
+  for (const std::vector<std::string>& layers : stages) {
+    out += "\n[[strategy.stages]]\nlayers = [";
+    for (size_t i = 0; i < layers.size(); ++i) out += (i ? ", " : "") + quoteString(layers[i]);
+    out += "]\n";
+  }
+}
+
+toml::table stageTable(const std::vector<std::string>& layers) {
+  toml::array names;
+  for (const std::string& name : layers) names.push_back(name);
+  toml::table t;
+  t.insert("layers", std::move(names));
+  return t;
+}
+
 toml::table hostTable(const ClusterHost& host) {
   toml::table t;
   t.insert("address", host.address);
@@ -107,6 +123,9 @@ bool sectionWritten(const JobConfig& job, const std::string& section) {
   return section != "cluster" || job.cluster.present;
 }
 bool fieldWritten(const JobConfig& job, const JobField& f) {
+  // Named stages are written as [[strategy.stages]] tables, which give the count.
+  if (std::string(f.section) == "strategy" && std::string(f.key) == "stages")
+    return job.strategy.stage_layers.empty();
   if (std::string(f.section) != "cluster") return true;
   if (std::string(f.key) == "token") return !job.cluster.token.empty();
   if (std::string(f.key) == "token_file") return !job.cluster.token_file.empty();
@@ -125,6 +144,7 @@ std::string jobToToml(const JobConfig& resolved) {
       if (section == f.section && fieldWritten(job, f))
         out += std::string(f.key) + " = " + std::visit(TextOf{}, f.cref(job)) + "\n";
     if (section == "model") writeLayers(out, job.model.layers);
+    if (section == "strategy") writeStages(out, job.strategy.stage_layers);
     if (section == "cluster") writeHosts(out, job.cluster.hosts);
   }
   return out;
@@ -142,6 +162,11 @@ toml::table jobToTable(const JobConfig& resolved) {
       toml::array layers;
       for (const LayerSpec& layer : job.model.layers) layers.push_back(layerTable(layer));
       t.insert("layers", std::move(layers));
+    }
+    if (section == "strategy" && !job.strategy.stage_layers.empty()) {
+      toml::array stages;
+      for (const std::vector<std::string>& layers : job.strategy.stage_layers) stages.push_back(stageTable(layers));
+      t.insert("stages", std::move(stages));
     }
     if (section == "cluster") {
       toml::array hosts;

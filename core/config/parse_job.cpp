@@ -20,6 +20,41 @@
 namespace dtrain {
 namespace {
 
+// [[strategy.stages]] layers = ["conv1", ...]: each stage's layers by name;
+// the stage count is the number of tables.
+void readStageLayers(JobConfig& job, const toml::array& stages, const ValueOrigin& where) {
+  const char* example = "[[strategy.stages]] tables, each with layers = [\"conv1\", ...]";
+  job.strategy.stage_layers.clear();
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const toml::node& node = *stages.get(i);
+    const std::string entry = "[strategy] stages[" + std::to_string(i) + "]";
+    const toml::table* table = node.as_table();
+    if (!table)
+      failAt(where.at(node), "[strategy] stages must be an integer (the stage count) or " + std::string(example) +
+                                 " (got " + describeNode(node) + " in the array)");
+    std::vector<std::string> names;
+    bool has_layers = false;
+    for (const TableEntry& e : entriesInFileOrder(*table)) {
+      if (e.key != "layers")
+        failAt(where.at(e.key_pos), entry + " unknown key '" + e.key + "'; a stage has only layers = [...]");
+      const toml::array* list = e.node->as_array();
+      if (!list) failAt(where.at(*e.node), entry + ".layers must be an array of layer names (got " +
+                                               describeNode(*e.node) + ")");
+      for (const toml::node& name : *list) {
+        if (!name.is_string())
+          failAt(where.at(name), entry + ".layers must hold layer names (got " + describeNode(name) + ")");
+        names.push_back(name.as_string()->get());
+      }
+      has_layers = true;
+    }
+    if (!has_layers) failAt(where.at(node), entry + " needs layers = [...], the stage's layer names");
+    job.strategy.stage_layers.push_back(std::move(names));
+  }
+  if (stages.empty()) failAt(where.at(stages), "[strategy] stages is an empty array; give " + std::string(example));
+  job.strategy.stages = static_cast<int>(job.strategy.stage_layers.size());
+  job.positions["strategy.stages"] = where.at(stages);
+}
+
 void readSection(JobConfig& job, const std::string& section, const toml::table& table,
                  const ValueOrigin& where) {
   for (const TableEntry& e : entriesInFileOrder(table)) {
@@ -30,6 +65,10 @@ void readSection(JobConfig& job, const std::string& section, const toml::table& 
     }
     if (section == "cluster" && e.key == "hosts") {
       readClusterHosts(job, *e.node, where);
+      continue;
+    }
+    if (section == "strategy" && e.key == "stages" && e.node->is_array()) {
+      readStageLayers(job, *e.node->as_array(), where);
       continue;
     }
     const JobField* field = findField(section, e.key);

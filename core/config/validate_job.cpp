@@ -259,9 +259,39 @@ void checkSchedule(const Checker& c, const ScheduleSection& s, double lr) {
            "must be < optimizer.lr (got " + formatFloat(s.min_lr) + ", lr " + formatFloat(lr) + ")");
 }
 
+// [strategy] type = "pipeline": its keys, and the configurations no schedule exists for.
+void checkPipeline(const Checker& c, const StrategySection& s, const ClusterSection& cluster) {
+  c.intRange("strategy.stages", s.stages, 1, 64);
+  c.intRange("strategy.micro_batches", s.micro_batches, 1, 4096);
+  c.intRange("strategy.replicas", s.replicas, 1, 64);
+  c.oneOf("strategy.schedule", s.schedule, {"1f1b", "gpipe"});
+  if (!s.stage_layers.empty() && static_cast<int>(s.stage_layers.size()) != s.stages)
+    c.fail("strategy.stages", "is " + std::to_string(s.stages) + " but " + std::to_string(s.stage_layers.size()) +
+                                  " [[strategy.stages]] tables name the layers; give one or the other");
+  if (s.type != "pipeline") {
+    if (!s.stage_layers.empty())
+      c.fail("strategy.stages", "names pipeline stages, but [strategy] type is '" + s.type +
+                                    "'; remove them or use type = \"pipeline\"");
+    return;
+  }
+  // 1f1b alternates a forward with a backward: with fewer micro-batches than
+  // stages a stage has nothing to alternate with (torchtitan#775 deadlocked).
+  if (s.schedule == "1f1b" && s.micro_batches < s.stages)
+    c.failOr("strategy.schedule", "strategy.micro_batches",
+             "\"1f1b\" needs micro_batches >= stages (got " + std::to_string(s.micro_batches) + " over " +
+                 std::to_string(s.stages) + " stages); raise micro_batches or use schedule = \"gpipe\"");
+  if (s.stages * s.replicas < 2)
+    c.failOr("strategy.stages", "strategy.replicas",
+             "give a pipeline at least 2 processes (stages x replicas); for one process use type = \"one_device\"");
+  if (cluster.present)
+    c.failOr("strategy.type", "cluster",
+             "'pipeline' runs its stages on one host in this build; remove [cluster], or use "
+             "'multi_worker_mirrored' across hosts");
+}
+
 void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster) {
   static const std::vector<std::string> available = {"one_device", "mirrored", "multi_worker_mirrored",
-                                                     "central_storage", "parameter_server"};
+                                                     "central_storage", "parameter_server", "pipeline"};
   static const std::vector<std::string> planned = {};  // named but not built yet
   for (const std::string& p : planned)
     if (s.type == p) {
@@ -309,6 +339,7 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
     c.failOr("strategy.ps", "cluster.hosts",
              "is " + std::to_string(s.ps) + " but the [[cluster.hosts]] ps entries add up to " +
                  std::to_string(placed) + "; make them agree (hosts without ps run no shard)");
+  checkPipeline(c, s, cluster);
   c.oneOf("strategy.collective", s.collective,
           {"auto", "shared_memory", "ring", "halving_doubling", "bcube"});
   c.oneOf("strategy.backend", s.backend, {"auto", "nccl", "gloo"});

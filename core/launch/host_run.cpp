@@ -80,7 +80,7 @@ Plan planRun(const JobConfig& job, int node_option) {
   if (!job.cluster.present) {  // mirrored on one host: loopback, any free port
     // A parameter server's shards are processes beside its workers (the last ranks).
     const int shards = job.strategy.type == "parameter_server" ? job.strategy.ps : 0;
-    p.nodes = {NodeLayout{"127.0.0.1", job.strategy.workers + shards}};
+    p.nodes = {NodeLayout{"127.0.0.1", trainingProcesses(job.strategy) + shards}};
     p.node = 0;
     p.bind = "tcp://127.0.0.1:0";
     p.token = randomToken();

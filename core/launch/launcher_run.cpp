@@ -29,6 +29,8 @@ std::string processes(const LaunchEnv& env) {
 std::pair<int, std::string> jobProcesses(const JobConfig& job) {
   if (!job.cluster.present && job.strategy.type == "parameter_server")
     return {job.strategy.workers + job.strategy.ps, "[strategy] workers + ps"};
+  if (!job.cluster.present && job.strategy.type == "pipeline")
+    return {trainingProcesses(job.strategy), "[strategy] stages x replicas"};
   if (!job.cluster.present) return {job.strategy.workers, "[strategy] workers"};
   int slots = 0;
   for (const ClusterHost& h : job.cluster.hosts) slots += h.slots;

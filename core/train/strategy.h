@@ -82,6 +82,10 @@ class Strategy {
   virtual int worldSize() const = 0;
   // Rank 0 prints, writes metrics and checkpoints.
   bool isChief() const { return rank() == 0; }
+  // Which slice of each global batch this worker trains on: its own, one of
+  // worldSize(), unless the strategy's workers share slices (a pipeline's
+  // stages of one replica all read the replica's).
+  virtual Shard dataShard() const { return Shard{rank(), worldSize()}; }
   // Makes every worker hold rank 0's values.
   virtual void broadcastParameters(float* params, int64_t n) = 0;
   // Copies the chief's bytes to every worker (positions, counters).

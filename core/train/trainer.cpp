@@ -136,7 +136,7 @@ struct Trainer::Impl {
     loader = std::make_unique<BatchLoader>(
         *train_data, *sampler, job.train.batch_size,
         loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed,
-                         Shard{strategy->rank(), strategy->worldSize()}, /*pinned=*/!device.isCpu()));
+                         strategy->dataShard(), /*pinned=*/!device.isCpu()));
     steps_per_epoch = loader->batchesPerEpoch();
     parts.batches_per_epoch = steps_per_epoch;
     parts.slice_loader = [this](Shard shard) {

@@ -1,0 +1,217 @@
+#include "strategies/pipeline/pipeline_strategy.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "core/errors.h"
+#include "core/nn/layer_registry.h"
+#include "core/optim/grad_clip.h"
+#include "models/model_builder.h"
+#include "strategies/pipeline/schedule.h"
+#include "strategies/pipeline/stage_split.h"
+
+namespace dtrain::pipeline {
+
+namespace {
+
+// What moving one float across a cut costs, in the layer costs' unit (FLOPs
+// x 3): a copy out, the message, a copy in, each way.
+constexpr double kCostPerCrossingFloat = 8.0;
+
+std::string layerOf(const std::string& tensor) { return tensor.substr(0, tensor.rfind('.')); }
+
+// Where each stage's tensors of `from` sit in the whole layout and in the
+// stage's own, laid out as ParamStore::add lays out the stage model's (the
+// same tensors in the same order, each on a 16-float boundary).
+std::vector<std::vector<PlacedTensor>> placeByStage(const ParamStore& from,
+                                                    const std::map<std::string, int>& stage_by_layer,
+                                                    int stages) {
+  std::vector<std::vector<PlacedTensor>> out(static_cast<size_t>(stages));
+  std::vector<int64_t> floats(static_cast<size_t>(stages), 0);
+  for (const ParamEntry& e : from.entries()) {
+    const auto s = static_cast<size_t>(stage_by_layer.at(layerOf(e.name)));
+    out[s].push_back(PlacedTensor{e.offset, floats[s], e.shape.numel()});
+    floats[s] += (e.shape.numel() + 15) / 16 * 16;
+  }
+  return out;
+}
+
+}  // namespace
+
+PipelineStrategy::PipelineStrategy(const StrategySection& cfg, std::shared_ptr<ProcessGroup> all,
+                                   std::shared_ptr<ProcessGroup> link,
+                                   std::shared_ptr<ProcessGroup> replicas_of_stage)
+    : cfg_(cfg), all_(std::move(all)), link_(std::move(link)), replicas_of_stage_(std::move(replicas_of_stage)) {
+  if (all_->size() != cfg_.stages * cfg_.replicas)
+    throw ConfigError("[strategy] pipeline of " + std::to_string(cfg_.stages) + " stages x " +
+                      std::to_string(cfg_.replicas) + " replicas needs " +
+                      std::to_string(cfg_.stages * cfg_.replicas) + " processes, but " +
+                      std::to_string(all_->size()) + " joined");
+}
+
+PipelineStrategy::~PipelineStrategy() = default;
+
+void PipelineStrategy::broadcastParameters(float* params, int64_t n) { all_->broadcast(params, n, 0); }
+
+void PipelineStrategy::broadcastFromChief(void* data, int64_t bytes) {
+  all_->broadcastBytes(static_cast<uint8_t*>(data), bytes, 0);
+}
+
+void PipelineStrategy::reduceFigures(double* values, int64_t n) { all_->allReduceSum(values, n); }
+
+void PipelineStrategy::attach(const TrainingParts& parts) {
+  parts_ = parts;
+  if (!parts.device.isCpu())
+    throw ConfigError("[strategy] type = \"pipeline\" runs its stages on CPU processes in this build; set "
+                      "[job] device = \"cpu\"");
+  const JobConfig& job = *parts.job;
+  const Model& whole = parts.replicas->model();
+  const int64_t classes = whole.outputShape()[0];
+  const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, classes);
+  const std::vector<LayerCost> costs = layerCosts(whole, specs);
+  const StagePlan plan = cfg_.stage_layers.empty()
+                             ? balancedStages(costs, cfg_.stages, kCostPerCrossingFloat)
+                             : stagesByName(costs, cfg_.stage_layers);
+  stage_of_ = plan.stage_of;
+  const Schedule schedule =
+      compileSchedule(ScheduleConfig{cfg_.stages, cfg_.micro_batches, cfg_.schedule, cfg_.replicas});
+  const int64_t slice = (job.train.batch_size + cfg_.replicas - 1) / cfg_.replicas;
+  const int64_t micro = (slice + cfg_.micro_batches - 1) / cfg_.micro_batches;
+  worker_ = std::make_unique<StageWorker>(whole, specs, stage_of_, schedule, stage(), micro, classes,
+                                          builtinLayers(), layerDefaultsOf(job.model));
+
+  std::map<std::string, int> stage_by_layer;
+  for (size_t i = 0; i < whole.nodes().size(); ++i) stage_by_layer[whole.nodes()[i].layer->name()] = stage_of_[i];
+  ParamStore& store = parts.replicas->store();
+  ParamStore& buffers = parts.replicas->buffers();
+  params_of_ = placeByStage(store, stage_by_layer, cfg_.stages);
+  buffers_of_ = placeByStage(buffers, stage_by_layer, cfg_.stages);
+  // This stage's own stores must be laid out as computed for every stage.
+  auto check = [&](const ParamStore& whole_store, const ParamStore& own, const std::vector<PlacedTensor>& mine) {
+    size_t i = 0;
+    for (const ParamEntry& e : whole_store.entries()) {
+      if (stage_by_layer.at(layerOf(e.name)) != stage()) continue;
+      const ParamEntry* o = own.find(e.name);
+      if (!o || o->offset != mine.at(i).own)
+        throw Error("pipeline: stage " + std::to_string(stage()) + " lays out '" + e.name +
+                    "' unlike the whole model");
+      ++i;
+    }
+    if (static_cast<int64_t>(i) != static_cast<int64_t>(own.entries().size()))
+      throw Error("pipeline: stage " + std::to_string(stage()) + " holds tensors the whole model does not");
+  };
+  check(store, worker_->params(), params_of_[static_cast<size_t>(stage())]);
+  check(buffers, worker_->buffers(), buffers_of_[static_cast<size_t>(stage())]);
+
+  // The stage starts from the whole copies every rank holds (the chief's).
+  optimizer_ = makeOptimizer(job.optimizer);
+  optimizer_->init(worker_->params().size(), parts.device);
+  auto whole_state = parts.optimizer->stateBuffers();
+  auto own_state = optimizer_->stateBuffers();
+  auto copyIn = [](const Tensor& from, Tensor& to, const std::vector<PlacedTensor>& where) {
+    for (const PlacedTensor& p : where) std::copy_n(from.data() + p.whole, p.numel, to.data() + p.own);
+  };
+  const std::vector<PlacedTensor>& mine = params_of_[static_cast<size_t>(stage())];
+  copyIn(store.params(), worker_->params().params(), mine);
+  copyIn(buffers.params(), worker_->buffers().params(), buffers_of_[static_cast<size_t>(stage())]);
+  for (size_t b = 0; b < own_state.size(); ++b)
+    if (whole_state[b].second->numel() > 0) copyIn(*whole_state[b].second, *own_state[b].second, mine);
+
+  layout_.clear();
+  for (int s = 0; s < cfg_.stages; ++s) {
+    std::string first, last;
+    for (size_t i = 0; i < stage_of_.size(); ++i)
+      if (stage_of_[i] == s) (first.empty() ? first : last) = whole.nodes()[i].layer->name();
+    layout_ += (s ? "; " : "") + std::string("stage ") + std::to_string(s) + ": " + first +
+               (last.empty() ? "" : ".." + last);
+  }
+}
+
+std::string PipelineStrategy::describeRun() const {
+  return ", " + std::to_string(cfg_.stages) + " stages x " + std::to_string(cfg_.replicas) +
+         (cfg_.replicas == 1 ? " replica" : " replicas") + ", " + cfg_.schedule + " over " +
+         std::to_string(cfg_.micro_batches) + " micro-batches (" + layout_ + "), messages over " +
+         link_->describe();
+}
+
+StepFigures PipelineStrategy::step(const StepInput& in) {
+  if (!worker_) throw Error("pipeline: step before attach");
+  const float scale = 1.0f / static_cast<float>(in.batch.global_size);
+  const BatchFigures f = worker_->step(in.batch, in.update, in.seed, scale, *link_, [&](Op op) {
+    if (op == Op::AllReduce && replicas_of_stage_)
+      replicas_of_stage_->allReduceSum(worker_->grads().data(), worker_->grads().numel());
+    if (op == Op::Update) update(in);
+  });
+  return StepFigures{f};
+}
+
+void PipelineStrategy::update(const StepInput& in) {
+  Tensor& grads = worker_->grads();
+  const int64_t n = grads.numel();
+  const double clip_norm = parts_.job->train.grad_clip_norm;
+  if (clip_norm > 0) {
+    // The norm of the whole model's summed gradient: every stage's part, once
+    // (each stage's replicas hold the same sum).
+    double squares = sumOfSquares(grads.data(), 0, n);
+    all_->allReduceSum(&squares, 1);
+    const float factor = clipScale(squares / cfg_.replicas, clip_norm);
+    if (factor != 1.0f) scale(grads.data(), 0, n, factor);
+  }
+  optimizer_->update(worker_->params().params().data(), grads.data(), 0, n, StepInfo{in.lr, in.update});
+  grads.zero();
+}
+
+void PipelineStrategy::agreeOnBuffers(ParamStore& /*buffers: the whole copy, which gather() fills*/) {
+  if (!worker_) return;
+  // Running statistics: each replica's, averaged (as mirrored does).
+  Tensor& own_buffers = worker_->buffers().params();
+  if (replicas_of_stage_ && own_buffers.numel() > 0) {
+    replicas_of_stage_->allReduceSum(own_buffers.data(), own_buffers.numel());
+    const float inv = 1.0f / static_cast<float>(cfg_.replicas);
+    for (int64_t i = 0; i < own_buffers.numel(); ++i) own_buffers.data()[i] *= inv;
+  }
+  gather();
+}
+
+void PipelineStrategy::gather() {
+  ParamStore& store = parts_.replicas->store();
+  ParamStore& buffers = parts_.replicas->buffers();
+  auto whole_state = parts_.optimizer->stateBuffers();
+  auto own_state = optimizer_->stateBuffers();
+  for (int s = 0; s < cfg_.stages; ++s) {
+    const auto k = static_cast<size_t>(s);
+    // The stage's values as its first replica (rank s) holds them: its
+    // parameters, buffers and optimizer state, one after the other.
+    std::vector<std::pair<Tensor*, const std::vector<PlacedTensor>*>> parts = {{&store.params(), &params_of_[k]},
+                                                                         {&buffers.params(), &buffers_of_[k]}};
+    std::vector<Tensor*> own = {&worker_->params().params(), &worker_->buffers().params()};
+    for (size_t b = 0; b < whole_state.size(); ++b)
+      if (whole_state[b].second->numel() > 0) {
+        parts.emplace_back(whole_state[b].second, &params_of_[k]);
+        own.push_back(own_state[b].second);
+      }
+    int64_t total = 0;
+    for (const auto& [tensor, where] : parts)
+      for (const PlacedTensor& p : *where) total += p.numel;
+    std::vector<float> packed(static_cast<size_t>(total));
+    const bool root = rank() == s;
+    if (root) {
+      int64_t at = 0;
+      for (size_t j = 0; j < parts.size(); ++j)
+        for (const PlacedTensor& p : *parts[j].second) {
+          std::copy_n(own[j]->data() + p.own, p.numel, packed.data() + at);
+          at += p.numel;
+        }
+    }
+    all_->broadcast(packed.data(), total, s);
+    int64_t at = 0;
+    for (const auto& [tensor, where] : parts)
+      for (const PlacedTensor& p : *where) {
+        std::copy_n(packed.data() + at, p.numel, tensor->data() + p.whole);
+        at += p.numel;
+      }
+  }
+}
+
+}  // namespace dtrain::pipeline

@@ -1,0 +1,79 @@
+// [strategy] type = "pipeline": the model's layers split into `stages`
+// stages, one process each, the global batch's slice of each replica cut into
+// `micro_batches` micro-batches that flow through the stages as the schedule
+// (gpipe or 1f1b) orders them; `replicas` copies of the pipeline train on
+// slices of the global batch, each stage's gradients summed over its
+// replicas. Rank r runs stage r % stages of replica r / stages; rank 0 (stage
+// 0 of replica 0) is the chief.
+//
+// Every process keeps the whole model's tensors (the trainer's ReplicaSet
+// and optimizer) but trains only its stage's (a StageWorker); before an
+// evaluation or a checkpoint the stages' parameters, running statistics
+// (averaged over the replicas) and optimizer state are gathered into every
+// rank's whole copy, so the chief evaluates the whole model alone and writes
+// the same checkpoint files as every other strategy.
+//
+// Groups: `all` (every rank: broadcasts, figures, the clipping norm), `link`
+// (the stages of this replica, rank = stage: the stage-to-stage messages)
+// and `replicas_of_stage` (this stage in every replica: its gradients'
+// all-reduce; null with one replica).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm/process_group.h"
+#include "core/optim/optimizer.h"
+#include "core/train/strategy.h"
+#include "strategies/pipeline/stage_worker.h"
+
+namespace dtrain::pipeline {
+
+// A stage's tensor: where it sits in the whole model's layout and in the
+// stage's own, and its size.
+struct PlacedTensor {
+  int64_t whole = 0, own = 0, numel = 0;
+};
+
+class PipelineStrategy : public Strategy {
+ public:
+  PipelineStrategy(const StrategySection& cfg, std::shared_ptr<ProcessGroup> all,
+                   std::shared_ptr<ProcessGroup> link, std::shared_ptr<ProcessGroup> replicas_of_stage);
+  ~PipelineStrategy() override;
+
+  std::string name() const override { return "pipeline"; }
+  int rank() const override { return all_->rank(); }
+  int worldSize() const override { return all_->size(); }
+  Shard dataShard() const override { return Shard{replica(), cfg_.replicas}; }
+  void broadcastParameters(float* params, int64_t n) override;
+  void broadcastFromChief(void* data, int64_t bytes) override;
+  void reduceFigures(double* values, int64_t n) override;
+
+  void attach(const TrainingParts& parts) override;
+  std::string describeRun() const override;
+  StepFigures step(const StepInput& in) override;
+  bool evaluatesTogether() const override { return false; }
+  // Gathers every stage's parameters, statistics and optimizer state into
+  // the whole copies on every rank.
+  void agreeOnBuffers(ParamStore& buffers) override;
+
+  int stage() const { return rank() % cfg_.stages; }
+  int replica() const { return rank() / cfg_.stages; }
+
+ private:
+  void update(const StepInput& in);
+  // Each stage's values, from its first replica, into every rank's whole copies.
+  void gather();
+
+  StrategySection cfg_;
+  std::shared_ptr<ProcessGroup> all_, link_, replicas_of_stage_;
+  TrainingParts parts_;
+  std::vector<int> stage_of_;  // per layer of the whole model
+  std::unique_ptr<StageWorker> worker_;
+  std::unique_ptr<Optimizer> optimizer_;  // the stage's parameters only
+  // Per stage: its parameters and buffers (own: offsets in that stage's stores).
+  std::vector<std::vector<PlacedTensor>> params_of_, buffers_of_;
+  std::string layout_;  // the stage table, for the start-up line
+};
+
+}  // namespace dtrain::pipeline

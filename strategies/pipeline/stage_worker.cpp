@@ -1,0 +1,244 @@
+#include "strategies/pipeline/stage_worker.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/backend/ops.h"
+#include "core/errors.h"
+#include "strategies/pipeline/schedule_check.h"
+
+namespace dtrain::pipeline {
+
+namespace {
+
+// Each direction its own ordered channel between two stages.
+uint32_t tagOf(Direction d) { return static_cast<uint32_t>(d); }
+
+}  // namespace
+
+std::vector<CrossingTensor> crossingTensors(const Model& whole, const std::vector<LayerSpec>& specs,
+                                            const std::vector<int>& stage_of, int cut) {
+  const std::vector<LayerCost> layers = layerCosts(whole, specs);
+  std::vector<bool> crosses(layers.size(), false);
+  for (size_t j = 0; j < layers.size(); ++j) {
+    if (stage_of[j] <= cut) continue;
+    for (int i : layers[j].inputs)
+      if (i >= 0 && stage_of[static_cast<size_t>(i)] <= cut) crosses[static_cast<size_t>(i)] = true;
+  }
+  std::vector<CrossingTensor> out;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (crosses[i]) out.push_back({layers[i].name, whole.nodes()[i].out_shape});
+  return out;
+}
+
+StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs, const std::vector<int>& stage_of,
+                         const Schedule& schedule, int stage, int64_t max_micro_batch, int64_t classes,
+                         const LayerRegistry& registry, const LayerDefaults& defaults)
+    : stage_(stage),
+      stages_(schedule.config.stages),
+      micro_batches_(schedule.config.micro_batches),
+      classes_(classes),
+      actions_(schedule.stages.at(static_cast<size_t>(stage))),
+      part_(stagePart(whole, specs, stage_of, stage)) {
+  out_names_ = part_.cut.outputs;
+  out_names_.push_back(part_.specs.back().name);
+  if (stage > 0) in_cut_ = crossingTensors(whole, specs, stage_of, stage - 1);
+  if (stage + 1 < stages_) out_cut_ = crossingTensors(whole, specs, stage_of, stage);
+  // One model per micro-batch whose activations the stage holds at once.
+  const ScheduleReport report = checkSchedule(schedule);
+  const int copies = std::max(1, report.peak_in_flight.at(static_cast<size_t>(stage)));
+  for (int c = 0; c < copies; ++c)
+    models_.push_back(std::make_unique<Model>(part_.specs, part_.cut, registry, defaults));
+  models_[0]->registerParams(store_);
+  store_.allocate();
+  models_[0]->registerBuffers(buffers_);
+  buffers_.allocate();
+  grads_ = store_.gradBuffer();
+  for (auto& model : models_)
+    model->bind(store_, grads_, max_micro_batch, buffers_.size() > 0 ? &buffers_ : nullptr);
+  busy_.assign(models_.size(), false);
+}
+
+std::pair<int64_t, int64_t> StageWorker::rows(int m) const {
+  const int64_t n = batch_->size;
+  return {n * m / micro_batches_, n * (m + 1) / micro_batches_};
+}
+
+BatchFigures StageWorker::step(const Batch& batch, int64_t step, uint64_t seed, float grad_scale,
+                               ProcessGroup& link, const std::function<void(Op)>& collective) {
+  batch_ = &batch;
+  step_ = step;
+  seed_ = seed;
+  grad_scale_ = grad_scale;
+  link_ = &link;
+  figures_ = BatchFigures{};
+  for (const Action& a : actions_) {
+    // A slice smaller than the micro-batch count leaves some empty: every
+    // stage of the replica sees the same slice, so all of them skip those.
+    if (a.micro_batch >= 0) {
+      const auto [begin, end] = rows(a.micro_batch);
+      if (begin == end) continue;
+    }
+    const int m = a.micro_batch;
+    switch (a.op) {
+      case Op::Forward:
+        forward(m);
+        break;
+      case Op::Backward:
+        backward(m);
+        break;
+      case Op::SendActivation:
+        send(Direction::Activation, m, a.peer, out_cut_, sent_on_.at(m));
+        sent_on_.erase(m);
+        break;
+      case Op::RecvActivation:
+        received_[m] = receive(Direction::Activation, m, a.peer, in_cut_);
+        break;
+      case Op::SendGradient:
+        send(Direction::Gradient, m, a.peer, in_cut_, gradients_out_.at(m));
+        gradients_out_.erase(m);
+        break;
+      case Op::RecvGradient:
+        gradients_in_[m] = receive(Direction::Gradient, m, a.peer, out_cut_);
+        break;
+      case Op::AllReduce:
+      case Op::Update:
+        collective(a.op);
+        break;
+    }
+  }
+  // Every send handed over before the buffers go.
+  link.waitSends();
+  outbox_.clear();
+  received_.clear();
+  gradients_in_.clear();
+  dlogits_.clear();
+  return figures_;
+}
+
+void StageWorker::forward(int m) {
+  const auto free = std::find(busy_.begin(), busy_.end(), false);
+  if (free == busy_.end())
+    throw Error("pipeline: stage " + std::to_string(stage_) + " holds too many micro-batches");
+  *free = true;
+  const auto copy = static_cast<size_t>(free - busy_.begin());
+  model_of_[m] = copy;
+  const auto [begin, end] = rows(m);
+  const Tensor images = batch_->images.narrow(begin, end - begin);
+  std::vector<const Tensor*> inputs;
+  for (const ModelCut::Input& in : part_.cut.inputs)
+    inputs.push_back(in.name == "input" ? &images : &received_.at(m).at(in.name));
+  LayerContext ctx;
+  ctx.seed = seed_;
+  ctx.sample_offset = batch_->global_offset + begin;  // dropout masks follow the global row
+  ctx.updates_buffers = true;
+  Model& model = *models_[copy];
+  model.forward(inputs, ctx);
+  const std::vector<const Tensor*> out = model.outputs();
+  if (stage_ + 1 < stages_) {
+    // On to the next stage: this stage's results, and what passes through.
+    Bundle& next = sent_on_[m];
+    for (const CrossingTensor& t : out_cut_) {
+      const auto mine = std::find(out_names_.begin(), out_names_.end(), t.name);
+      next[t.name] = mine != out_names_.end() ? *out[static_cast<size_t>(mine - out_names_.begin())]
+                                              : received_.at(m).at(t.name);
+    }
+    return;
+  }
+  // The last stage: the micro-batch's loss, scaled as the whole batch's.
+  const Tensor& logits = *out.back();
+  Tensor dlogits = Tensor::empty(logits.shape());
+  int64_t correct = 0;
+  figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), batch_->labels.data() + begin, end - begin,
+                                                classes_, grad_scale_, dlogits.data(), &correct);
+  figures_.correct += correct;
+  figures_.samples += end - begin;
+  dlogits_[m] = dlogits;
+}
+
+void StageWorker::backward(int m) {
+  const size_t copy = model_of_.at(m);
+  const auto [begin, end] = rows(m);
+  const Tensor images = batch_->images.narrow(begin, end - begin);
+  std::vector<const Tensor*> inputs;
+  std::vector<Tensor> dinputs;
+  std::vector<Tensor*> din_ptrs;
+  const std::vector<ModelCut::Input>& cut_inputs = part_.cut.inputs;
+  dinputs.reserve(cut_inputs.size());
+  for (const ModelCut::Input& in : cut_inputs) {
+    inputs.push_back(in.name == "input" ? &images : &received_.at(m).at(in.name));
+    dinputs.push_back(Tensor::empty(in.shape.withBatch(end - begin)));
+    din_ptrs.push_back(in.needs_gradient ? &dinputs.back() : nullptr);
+  }
+  std::vector<const Tensor*> douts;
+  std::vector<Tensor> zeros;  // results no later stage sends a gradient for
+  zeros.reserve(out_names_.size());
+  const std::vector<const Tensor*> out = models_[copy]->outputs();
+  const Bundle* later = gradients_in_.count(m) ? &gradients_in_.at(m) : nullptr;
+  for (size_t j = 0; j < out_names_.size(); ++j) {
+    if (stage_ + 1 == stages_ && j + 1 == out_names_.size()) {
+      douts.push_back(&dlogits_.at(m));
+    } else if (later && later->count(out_names_[j])) {
+      douts.push_back(&later->at(out_names_[j]));
+    } else {
+      zeros.push_back(Tensor::zeros(out[j]->shape()));
+      douts.push_back(&zeros.back());
+    }
+  }
+  LayerContext ctx;
+  ctx.seed = seed_;
+  ctx.sample_offset = batch_->global_offset + begin;
+  models_[copy]->backward(inputs, douts, din_ptrs, ctx);
+  if (stage_ > 0) {
+    // Back to the stage before: the gradient of each tensor that crossed in,
+    // from this stage's layers and from the stages it was passed on to.
+    Bundle& back = gradients_out_[m];
+    for (const CrossingTensor& t : in_cut_) {
+      Tensor g = Tensor::zeros(t.shape.withBatch(end - begin));
+      for (size_t j = 0; j < cut_inputs.size(); ++j)
+        if (cut_inputs[j].name == t.name && din_ptrs[j]) g.add(dinputs[j]);
+      if (later && later->count(t.name)) g.add(later->at(t.name));
+      back[t.name] = g;
+    }
+  }
+  busy_[copy] = false;
+  model_of_.erase(m);
+  received_.erase(m);
+  gradients_in_.erase(m);
+  dlogits_.erase(m);
+}
+
+void StageWorker::send(Direction d, int m, int to, const std::vector<CrossingTensor>& what, const Bundle& from) {
+  const auto [begin, end] = rows(m);
+  for (const CrossingTensor& t : what) {
+    const Tensor& values = from.at(t.name);
+    StageMessage header{d, stage_, to, step_, m, t.name, t.shape.withBatch(end - begin)};
+    if (values.numel() != header.shape.numel())
+      throw Error("pipeline: stage " + std::to_string(stage_) + " holds " + std::to_string(values.numel()) +
+                  " floats for " + header.describe());
+    outbox_.push_back(header.encode());
+    link_->sendAsync(outbox_.back().data(), static_cast<int64_t>(outbox_.back().size()), to, tagOf(d));
+    // Copied: the tensor's memory is a model's, which the next micro-batch reuses.
+    const size_t bytes = static_cast<size_t>(values.numel()) * sizeof(float);
+    outbox_.emplace_back(bytes);
+    std::memcpy(outbox_.back().data(), values.data(), bytes);
+    link_->sendAsync(outbox_.back().data(), static_cast<int64_t>(bytes), to, tagOf(d));
+  }
+}
+
+StageWorker::Bundle StageWorker::receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what) {
+  const auto [begin, end] = rows(m);
+  Bundle out;
+  for (const CrossingTensor& t : what) {
+    std::vector<uint8_t> bytes(kStageMessageBytes);
+    link_->recv(bytes.data(), static_cast<int64_t>(bytes.size()), from, tagOf(d));
+    const StageMessage got = StageMessage::decode(bytes, "pipeline stage " + std::to_string(from));
+    checkStageMessage(StageMessage{d, from, stage_, step_, m, t.name, t.shape.withBatch(end - begin)}, got);
+    Tensor values = Tensor::empty(got.shape);
+    link_->recv(values.data(), values.numel() * static_cast<int64_t>(sizeof(float)), from, tagOf(d));
+    out[t.name] = values;
+  }
+  return out;
+}
+
+}  // namespace dtrain::pipeline

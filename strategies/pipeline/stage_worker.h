@@ -1,0 +1,100 @@
+// One pipeline stage in its own process: its layers (a Model per
+// micro-batch in flight), its parameters, and its action list run against
+// its neighbours over a process group whose ranks are the stages.
+//
+// Between stages c and c + 1 travels a bundle per micro-batch: every result
+// of a layer at or before stage c that a layer after it reads (a skip
+// connection's tensor is carried through each stage it passes), each tensor
+// one message behind its StageMessage header, in the producers' order; back
+// come the gradients of the same tensors, summed over everything that read
+// them. The numerics are LocalPipeline's (local_pipeline.h): micro-batch m is
+// rows [n*m/M, n*(m+1)/M) of this replica's slice, dropout masks follow each
+// row's place in the global batch, the loss is scaled by the global batch.
+//
+// Not thread-safe; one step at a time.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm/process_group.h"
+#include "core/nn/layer_registry.h"
+#include "core/nn/model.h"
+#include "core/nn/param_store.h"
+#include "core/train/replica_set.h"
+#include "datasets/batch_loader.h"
+#include "strategies/pipeline/schedule.h"
+#include "strategies/pipeline/stage_message.h"
+#include "strategies/pipeline/stage_model.h"
+
+namespace dtrain::pipeline {
+
+// A tensor crossing a cut: the producing layer and its shape per sample.
+struct CrossingTensor {
+  std::string name;
+  Shape shape;
+};
+
+// The tensors crossing the cut after stage `cut` (between it and cut + 1),
+// in the whole model's topological order.
+std::vector<CrossingTensor> crossingTensors(const Model& whole, const std::vector<LayerSpec>& specs,
+                                            const std::vector<int>& stage_of, int cut);
+
+class StageWorker {
+ public:
+  StageWorker(const Model& whole, const std::vector<LayerSpec>& specs, const std::vector<int>& stage_of,
+              const Schedule& schedule, int stage, int64_t max_micro_batch, int64_t classes,
+              const LayerRegistry& registry, const LayerDefaults& defaults);
+
+  int stage() const { return stage_; }
+  const StagePart& part() const { return part_; }
+  ParamStore& params() { return store_; }
+  ParamStore& buffers() { return buffers_; }
+  Tensor& grads() { return grads_; }
+  // The micro-batches' activations a step holds at most (the schedule's peak).
+  int modelCopies() const { return static_cast<int>(models_.size()); }
+
+  // Runs the stage's list for one step: `batch` is this replica's slice of
+  // global batch `step`; messages go through `link` (rank k = stage k); the
+  // list's AllReduce and Update are `collective`'s. Gradients add to grads().
+  // Returns the loss figures (the last stage's; zero elsewhere).
+  BatchFigures step(const Batch& batch, int64_t step, uint64_t seed, float grad_scale, ProcessGroup& link,
+                    const std::function<void(Op)>& collective);
+
+ private:
+  using Bundle = std::map<std::string, Tensor>;
+  void forward(int m);
+  void backward(int m);
+  void send(Direction d, int m, int to, const std::vector<CrossingTensor>& what, const Bundle& from);
+  Bundle receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what);
+  std::pair<int64_t, int64_t> rows(int m) const;  // [begin, end) of micro-batch m
+
+  int stage_, stages_, micro_batches_;
+  int64_t classes_;
+  std::vector<Action> actions_;
+  StagePart part_;
+  std::vector<std::string> out_names_;  // the models' outputs() by name
+  std::vector<CrossingTensor> in_cut_, out_cut_;
+  std::vector<std::unique_ptr<Model>> models_;
+  ParamStore store_, buffers_;
+  Tensor grads_;
+  std::vector<bool> busy_;
+
+  // The step under way.
+  const Batch* batch_ = nullptr;
+  int64_t step_ = 0;
+  uint64_t seed_ = 0;
+  float grad_scale_ = 1;
+  ProcessGroup* link_ = nullptr;
+  BatchFigures figures_;
+  std::map<int, size_t> model_of_;                    // micro-batch -> model copy
+  std::map<int, Bundle> received_, sent_on_;          // activations in, and out
+  std::map<int, Bundle> gradients_in_, gradients_out_;  // gradients of out_cut_, of in_cut_
+  std::map<int, Tensor> dlogits_;
+  std::vector<std::vector<uint8_t>> outbox_;  // sends in flight until the step ends
+};
+
+}  // namespace dtrain::pipeline
