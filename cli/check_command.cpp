@@ -14,6 +14,7 @@
 #include "datasets/dataset_info.h"
 #include "models/model_builder.h"
 #include "strategies/parameter_server/placement.h"
+#include "strategies/pipeline/pipeline_plan.h"
 
 namespace dtrain::cli {
 
@@ -40,6 +41,15 @@ int runCheck(const CheckArgs& args) {
     model->registerParams(store);
     std::printf("# parameter-server placement\n");
     for (const std::string& line : describePlacement(placeVariables(store, job.strategy.ps), true))
+      std::printf("%s\n", line.c_str());
+  }
+  if (job.strategy.type == "pipeline") {
+    const bool timed = job.strategy.stage_layers.empty();
+    std::printf("# pipeline stages (%s)\n",
+                timed ? "split by the layers' times on a micro-batch, measured now on one "
+                        "thread; a run measures again"
+                      : "as [[strategy.stages]] names them; times predicted from FLOPs");
+    for (const std::string& line : pipeline::describePlan(pipeline::planPipelineJob(job, timed), timed))
       std::printf("%s\n", line.c_str());
   }
   return kExitOk;

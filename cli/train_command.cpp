@@ -12,6 +12,7 @@
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
 #include "strategies/make_strategy.h"
+#include "strategies/pipeline/pipeline_plan.h"
 
 namespace dtrain::cli {
 
@@ -49,6 +50,8 @@ int runTrain(const TrainArgs& args) {
   if (auto code =
           runUnderLauncher(job, nullptr, options, [&] { prepareRunDir(job.job.run_dir, args.overwrite); }))
     return *code;
+  // A pipeline's stages are checked against the model before any process starts.
+  if (job.strategy.type == "pipeline") pipeline::planPipelineJob(job, false);
   if (isMultiProcess(job)) {
     // Only node 0 writes the run directory, so only it may prepare (and with
     // --overwrite empty) it: on a shared filesystem another host doing so would

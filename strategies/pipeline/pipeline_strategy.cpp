@@ -8,16 +8,13 @@
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
 #include "models/model_builder.h"
+#include "strategies/pipeline/pipeline_plan.h"
 #include "strategies/pipeline/schedule.h"
 #include "strategies/pipeline/stage_split.h"
 
 namespace dtrain::pipeline {
 
 namespace {
-
-// What moving one float across a cut costs, in the layer costs' unit (FLOPs
-// x 3): a copy out, the message, a copy in, each way.
-constexpr double kCostPerCrossingFloat = 8.0;
 
 std::string layerOf(const std::string& tensor) { return tensor.substr(0, tensor.rfind('.')); }
 
@@ -42,7 +39,10 @@ std::vector<std::vector<PlacedTensor>> placeByStage(const ParamStore& from,
 PipelineStrategy::PipelineStrategy(const StrategySection& cfg, std::shared_ptr<ProcessGroup> all,
                                    std::shared_ptr<ProcessGroup> link,
                                    std::shared_ptr<ProcessGroup> replicas_of_stage)
-    : cfg_(cfg), all_(std::move(all)), link_(std::move(link)), replicas_of_stage_(std::move(replicas_of_stage)) {
+    : cfg_(cfg),
+      all_(std::move(all)),
+      link_(std::move(link)),
+      replicas_of_stage_(std::move(replicas_of_stage)) {
   if (all_->size() != cfg_.stages * cfg_.replicas)
     throw ConfigError("[strategy] pipeline of " + std::to_string(cfg_.stages) + " stages x " +
                       std::to_string(cfg_.replicas) + " replicas needs " +
@@ -63,32 +63,39 @@ void PipelineStrategy::reduceFigures(double* values, int64_t n) { all_->allReduc
 void PipelineStrategy::attach(const TrainingParts& parts) {
   parts_ = parts;
   if (!parts.device.isCpu())
-    throw ConfigError("[strategy] type = \"pipeline\" runs its stages on CPU processes in this build; set "
-                      "[job] device = \"cpu\"");
+    throw ConfigError(
+        "[strategy] type = \"pipeline\" runs its stages on CPU processes in this build; set "
+        "[job] device = \"cpu\"");
   const JobConfig& job = *parts.job;
   const Model& whole = parts.replicas->model();
   const int64_t classes = whole.outputShape()[0];
   const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, classes);
-  const std::vector<LayerCost> costs = layerCosts(whole, specs);
-  const StagePlan plan = cfg_.stage_layers.empty()
-                             ? balancedStages(costs, cfg_.stages, kCostPerCrossingFloat)
-                             : stagesByName(costs, cfg_.stage_layers);
+  const int64_t micro = microBatchRows(cfg_, job.train.batch_size);
+  // The chief times the layers; every rank splits by its figures, so all of
+  // them cut the model in the same places.
+  std::vector<LayerCost> costs = pipelineCosts(job, whole, isChief());
+  std::vector<double> seconds;
+  for (const LayerCost& c : costs) seconds.push_back(c.seconds);
+  all_->broadcastBytes(reinterpret_cast<uint8_t*>(seconds.data()),
+                       static_cast<int64_t>(seconds.size() * sizeof(double)), 0);
+  for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i];
+  const PipelinePlan plan = planPipeline(cfg_, whole, costs, job.train.batch_size);
   stage_of_ = plan.stage_of;
-  const Schedule schedule =
-      compileSchedule(ScheduleConfig{cfg_.stages, cfg_.micro_batches, cfg_.schedule, cfg_.replicas});
-  const int64_t slice = (job.train.batch_size + cfg_.replicas - 1) / cfg_.replicas;
-  const int64_t micro = (slice + cfg_.micro_batches - 1) / cfg_.micro_batches;
-  worker_ = std::make_unique<StageWorker>(whole, specs, stage_of_, schedule, stage(), micro, classes,
+  worker_ = std::make_unique<StageWorker>(whole, specs, stage_of_, plan.schedule, stage(), micro, classes,
                                           builtinLayers(), layerDefaultsOf(job.model));
+  if (isChief() && cfg_.stage_layers.empty())
+    for (const std::string& line : describePlan(plan, true)) parts.say(line);
 
   std::map<std::string, int> stage_by_layer;
-  for (size_t i = 0; i < whole.nodes().size(); ++i) stage_by_layer[whole.nodes()[i].layer->name()] = stage_of_[i];
+  for (size_t i = 0; i < whole.nodes().size(); ++i)
+    stage_by_layer[whole.nodes()[i].layer->name()] = stage_of_[i];
   ParamStore& store = parts.replicas->store();
   ParamStore& buffers = parts.replicas->buffers();
   params_of_ = placeByStage(store, stage_by_layer, cfg_.stages);
   buffers_of_ = placeByStage(buffers, stage_by_layer, cfg_.stages);
   // This stage's own stores must be laid out as computed for every stage.
-  auto check = [&](const ParamStore& whole_store, const ParamStore& own, const std::vector<PlacedTensor>& mine) {
+  auto check = [&](const ParamStore& whole_store, const ParamStore& own,
+                   const std::vector<PlacedTensor>& mine) {
     size_t i = 0;
     for (const ParamEntry& e : whole_store.entries()) {
       if (stage_by_layer.at(layerOf(e.name)) != stage()) continue;
@@ -119,13 +126,9 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
     if (whole_state[b].second->numel() > 0) copyIn(*whole_state[b].second, *own_state[b].second, mine);
 
   layout_.clear();
-  for (int s = 0; s < cfg_.stages; ++s) {
-    std::string first, last;
-    for (size_t i = 0; i < stage_of_.size(); ++i)
-      if (stage_of_[i] == s) (first.empty() ? first : last) = whole.nodes()[i].layer->name();
-    layout_ += (s ? "; " : "") + std::string("stage ") + std::to_string(s) + ": " + first +
-               (last.empty() ? "" : ".." + last);
-  }
+  for (size_t k = 0; k < plan.stages.size(); ++k)
+    layout_ += (k ? "; " : "") + std::string("stage ") + std::to_string(k) + ": " + plan.stages[k].first +
+               (plan.stages[k].last == plan.stages[k].first ? "" : ".." + plan.stages[k].last);
 }
 
 std::string PipelineStrategy::describeRun() const {
@@ -183,8 +186,8 @@ void PipelineStrategy::gather() {
     const auto k = static_cast<size_t>(s);
     // The stage's values as its first replica (rank s) holds them: its
     // parameters, buffers and optimizer state, one after the other.
-    std::vector<std::pair<Tensor*, const std::vector<PlacedTensor>*>> parts = {{&store.params(), &params_of_[k]},
-                                                                         {&buffers.params(), &buffers_of_[k]}};
+    std::vector<std::pair<Tensor*, const std::vector<PlacedTensor>*>> parts = {
+        {&store.params(), &params_of_[k]}, {&buffers.params(), &buffers_of_[k]}};
     std::vector<Tensor*> own = {&worker_->params().params(), &worker_->buffers().params()};
     for (size_t b = 0; b < whole_state.size(); ++b)
       if (whole_state[b].second->numel() > 0) {

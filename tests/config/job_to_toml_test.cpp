@@ -228,7 +228,11 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "collective = \"auto\"\n"
       "bucket_mb = 4.0\n"
       "backend = \"auto\"\n"
-      "sync_batchnorm = false\n";
+      "sync_batchnorm = false\n"
+      "stages = 2\n"
+      "micro_batches = 4\n"
+      "schedule = \"1f1b\"\n"
+      "replicas = 1\n";
   CHECK(jobToToml(job) == expected);
 }
 
@@ -268,4 +272,23 @@ TEST_CASE("jobToTable round-trips through parseJobTable") {
   toml::table reread = toml::parse(os.str());
   reread.erase("state");
   checkSameJob(job, parseJobTable(reread, "state.toml"));
+}
+
+TEST_CASE("a pipeline's named stages round-trip as [[strategy.stages]] tables, in text and as a table") {
+  const std::string text = std::string(dtrain::test::kMinimalJob) +
+                           "\n[strategy]\ntype = \"pipeline\"\nmicro_batches = 4\n"
+                           "[[strategy.stages]]\nlayers = [\"fc1\", \"relu1\"]\n"
+                           "[[strategy.stages]]\nlayers = [\"fc2\"]\n";
+  JobConfig job = parseJobString(text, "job.toml");
+  REQUIRE(job.strategy.stage_layers.size() == 2);
+  CHECK(job.strategy.stages == 2);
+  CHECK(job.strategy.stage_layers[0] == std::vector<std::string>{"fc1", "relu1"});
+  const std::string written = jobToToml(job);
+  CHECK(written.find("\n[[strategy.stages]]\nlayers = [\"fc1\", \"relu1\"]\n") != std::string::npos);
+  CHECK(written.find("\nstages = ") == std::string::npos);  // the tables give the count
+  JobConfig back = parseJobString(written, "job.toml");
+  CHECK(back.strategy.stage_layers == job.strategy.stage_layers);
+  CHECK(back.strategy.stages == 2);
+  JobConfig from_table = parseJobTable(jobToTable(job), "state.toml");
+  CHECK(from_table.strategy.stage_layers == job.strategy.stage_layers);
 }

@@ -170,16 +170,18 @@ TEST_CASE("strategy types: the built ones are listed, a near miss is named") {
   CHECK(validationError("\n[strategy]\ntype = \"central_storage\"\n") == "(no ConfigError)");
   CHECK(validationError("\n[strategy]\ntype = \"central_stororage\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'central_storage', 'parameter_server' (got \"central_stororage\"; did you mean 'central_storage'?)");
+        "'central_storage', 'parameter_server', 'pipeline' (got \"central_stororage\"; did you mean "
+        "'central_storage'?)");
   CHECK(validationError("\n[strategy]\ntype = \"mirored\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'central_storage', 'parameter_server' (got \"mirored\"; did you mean 'mirrored'?)");
+        "'central_storage', 'parameter_server', 'pipeline' (got \"mirored\"; did you mean 'mirrored'?)");
   CHECK(validationError("\n[strategy]\ntype = \"parameter_sever\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'central_storage', 'parameter_server' (got \"parameter_sever\"; did you mean 'parameter_server'?)");
+        "'central_storage', 'parameter_server', 'pipeline' (got \"parameter_sever\"; did you mean "
+        "'parameter_server'?)");
   CHECK(validationError("\n[strategy]\ntype = \"ring\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'central_storage', 'parameter_server' (got \"ring\")");
+        "'central_storage', 'parameter_server', 'pipeline' (got \"ring\")");
 }
 
 TEST_CASE("parameter_server across hosts: each host's ps must add up to [strategy] ps") {

@@ -1,0 +1,70 @@
+#include "strategies/pipeline/layer_times.h"
+
+#include <chrono>
+#include <random>
+
+#include "core/nn/layer_timer.h"
+#include "core/nn/model.h"
+#include "core/nn/param_store.h"
+
+namespace dtrain::pipeline {
+
+namespace {
+
+// Sums each layer's forward and backward wall time.
+class LayerClock final : public LayerTimer {
+ public:
+  explicit LayerClock(size_t layers) : seconds_(layers, 0.0) {}
+  void begin(int, bool) override { start_ = std::chrono::steady_clock::now(); }
+  void end(int node, bool) override {
+    if (counting_)
+      seconds_[static_cast<size_t>(node)] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  void count(bool on) { counting_ = on; }
+  const std::vector<double>& seconds() const { return seconds_; }
+
+ private:
+  std::vector<double> seconds_;
+  std::chrono::steady_clock::time_point start_;
+  bool counting_ = false;
+};
+
+}  // namespace
+
+std::vector<double> measureLayerSeconds(const std::vector<LayerSpec>& specs, const Shape& input,
+                                        const LayerRegistry& registry, const LayerDefaults& defaults,
+                                        int64_t rows, int passes) {
+  Model model(specs, input, registry, defaults);
+  ParamStore store, buffers;
+  model.registerParams(store);
+  store.allocate();
+  store.initialize(1);
+  model.registerBuffers(buffers);
+  buffers.allocate();
+  buffers.initialize(0);
+  Tensor grads = store.gradBuffer();
+  model.bind(store, grads, rows, buffers.size() > 0 ? &buffers : nullptr);
+  Tensor images = Tensor::empty(input.withBatch(rows));
+  Tensor doutput = Tensor::empty(model.outputShape().withBatch(rows));
+  std::mt19937 engine(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = normal(engine);
+  for (int64_t i = 0; i < doutput.numel(); ++i) doutput.data()[i] = 0.01f * normal(engine);
+  LayerClock clock(model.nodes().size());
+  LayerContext ctx;
+  ctx.layer_timer = &clock;
+  ctx.updates_buffers = true;
+  // The first pass sizes scratch memory and warms the caches: not counted.
+  for (int p = 0; p <= passes; ++p) {
+    clock.count(p > 0);
+    ctx.seed = static_cast<uint64_t>(p);
+    model.forward(images, ctx);
+    model.backward(images, doutput, ctx);
+  }
+  std::vector<double> out = clock.seconds();
+  for (double& s : out) s /= passes;
+  return out;
+}
+
+}  // namespace dtrain::pipeline

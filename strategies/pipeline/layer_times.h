@@ -1,0 +1,23 @@
+// What each layer of a model costs on this process's CPU thread: its forward
+// and backward on a micro-batch of random samples, timed over a few passes
+// after a warm-up, so that the automatic stage split balances measured time
+// rather than counted FLOPs (which miss memory-bound layers: batch norm,
+// activations, pooling, and small convolutions' lower efficiency).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/config/job_config.h"
+#include "core/nn/layer_registry.h"
+#include "core/tensor/shape.h"
+
+namespace dtrain::pipeline {
+
+// Seconds per pass (forward + backward) of each layer of the model built
+// from `specs`, in its topological order; layers fused into another (whose
+// work the other does) cost 0.
+std::vector<double> measureLayerSeconds(const std::vector<LayerSpec>& specs, const Shape& input,
+                                        const LayerRegistry& registry, const LayerDefaults& defaults,
+                                        int64_t rows, int passes);
+
+}  // namespace dtrain::pipeline

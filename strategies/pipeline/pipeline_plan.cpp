@@ -1,0 +1,134 @@
+#include "strategies/pipeline/pipeline_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/nn/layer_registry.h"
+#include "datasets/dataset_info.h"
+#include "models/model_builder.h"
+#include "strategies/pipeline/layer_times.h"
+#include "strategies/pipeline/schedule_check.h"
+#include "strategies/pipeline/stage_model.h"
+
+namespace dtrain::pipeline {
+
+namespace {
+
+// What moving one float across a cut costs each way, in seconds: a copy out,
+// the message through the loopback, a copy in (about 1.5 GB/s end to end).
+constexpr double kSecondsPerCrossingFloat = 2.5e-9;
+
+// Passes timed per layer for the automatic split, after one not counted.
+constexpr int kTimedPasses = 3;
+// A prediction's rate: what one core's float products reach on this kind of
+// model (layerCosts counts a pass as 3 x the forward's FLOPs).
+constexpr double kPredictedFlopsPerSecond = 2e10;
+
+std::string megabytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+}  // namespace
+
+std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure) {
+  const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, whole.outputShape()[0]);
+  const int64_t rows = microBatchRows(job.strategy, job.train.batch_size);
+  std::vector<LayerCost> costs = layerCosts(whole, specs);
+  // Per micro-batch: predicted from the FLOPs per sample, or timed.
+  for (LayerCost& c : costs) {
+    c.seconds *= static_cast<double>(rows) / kPredictedFlopsPerSecond;
+    c.out_floats *= rows;
+  }
+  if (!measure || !job.strategy.stage_layers.empty()) return costs;
+  const std::vector<double> seconds = measureLayerSeconds(specs, whole.inputShape(), builtinLayers(),
+                                                          layerDefaultsOf(job.model), rows, kTimedPasses);
+  for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i];
+  return costs;
+}
+
+int64_t microBatchRows(const StrategySection& s, int64_t batch_size) {
+  const int64_t slice = (batch_size + s.replicas - 1) / s.replicas;
+  return (slice + s.micro_batches - 1) / s.micro_batches;
+}
+
+PipelinePlan planPipeline(const StrategySection& s, const Model& whole, const std::vector<LayerCost>& costs,
+                          int64_t batch_size) {
+  PipelinePlan plan;
+  plan.micro_batch_rows = microBatchRows(s, batch_size);
+  const StagePlan split = s.stage_layers.empty() ? balancedStages(costs, s.stages, kSecondsPerCrossingFloat)
+                                                 : stagesByName(costs, s.stage_layers);
+  plan.stage_of = split.stage_of;
+  plan.schedule = compileSchedule(ScheduleConfig{s.stages, s.micro_batches, s.schedule, s.replicas});
+  plan.stages.assign(static_cast<size_t>(s.stages), StageRow{});
+  std::vector<int64_t> activation_floats(static_cast<size_t>(s.stages), 0);
+  for (size_t i = 0; i < whole.nodes().size(); ++i) {
+    StageRow& row = plan.stages[static_cast<size_t>(plan.stage_of[i])];
+    const Model::Node& node = whole.nodes()[i];
+    if (row.first.empty()) row.first = node.layer->name();
+    row.last = node.layer->name();
+    ++row.layers;
+    for (const ParamSpec& p : node.layer->paramSpecs()) row.parameters += p.shape.numel();
+    row.seconds += costs[i].seconds;
+    // Its output and the gradient of it, unless it shares another layer's memory.
+    if (whole.aliasOf(i) < 0)
+      activation_floats[static_cast<size_t>(plan.stage_of[i])] += 2 * node.out_shape.numel();
+  }
+  // Every stage's time, forward a third and backward two thirds of it.
+  std::vector<double> forward, backward;
+  for (const StageRow& row : plan.stages) {
+    forward.push_back(std::max(row.seconds, 1e-12) / 3);
+    backward.push_back(2 * std::max(row.seconds, 1e-12) / 3);
+  }
+  const ScheduleReport report = checkSchedule(plan.schedule, forward, backward);
+  plan.bubble_fraction = report.bubble_fraction;
+  for (size_t k = 0; k < plan.stages.size(); ++k) {
+    StageRow& row = plan.stages[k];
+    row.peak_in_flight = report.peak_in_flight[k];
+    row.activation_bytes = activation_floats[k] * plan.micro_batch_rows * row.peak_in_flight *
+                           static_cast<int64_t>(sizeof(float));
+    if (k + 1 < plan.stages.size()) {
+      int last = -1;
+      for (size_t i = 0; i < plan.stage_of.size(); ++i)
+        if (plan.stage_of[i] == static_cast<int>(k)) last = static_cast<int>(i);
+      row.sends_floats = crossingFloats(costs, last);
+    }
+  }
+  return plan;
+}
+
+PipelinePlan planPipelineJob(const JobConfig& job, bool measure) {
+  const DatasetInfo data = peekDataset(job.data);
+  const auto whole = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
+  return planPipeline(job.strategy, *whole, pipelineCosts(job, *whole, measure), job.train.batch_size);
+}
+
+std::vector<std::string> describePlan(const PipelinePlan& plan, bool seconds_measured) {
+  std::vector<std::string> out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-6s %-42s %7s %11s %12s %9s %12s %12s", "stage", "layers", "count",
+                "parameters", seconds_measured ? "ms/micro" : "predicted ms", "in flight", "activations",
+                "sends/micro");
+  out.push_back(line);
+  for (size_t k = 0; k < plan.stages.size(); ++k) {
+    const StageRow& r = plan.stages[k];
+    const std::string layers = r.first == r.last ? r.first : r.first + " .. " + r.last;
+    std::snprintf(line, sizeof line, "%-6zu %-42s %7d %11lld %12.3f %9d %12s %12lld", k, layers.c_str(),
+                  r.layers, static_cast<long long>(r.parameters), r.seconds * 1e3, r.peak_in_flight,
+                  megabytes(r.activation_bytes).c_str(), static_cast<long long>(r.sends_floats));
+    out.push_back(line);
+  }
+  const ScheduleConfig& c = plan.schedule.config;
+  std::snprintf(
+      line, sizeof line,
+      "%s over %d micro-batches of up to %lld samples x %d replica%s: bubble %.1f%% of the stages' time "
+      "(GPipe's (N-1)/(M+N-1) = %.1f%%)",
+      c.kind.c_str(), c.micro_batches, static_cast<long long>(plan.micro_batch_rows), c.replicas,
+      c.replicas == 1 ? "" : "s", 100 * plan.bubble_fraction,
+      100.0 * (c.stages - 1) / (c.micro_batches + c.stages - 1));
+  out.push_back(line);
+  return out;
+}
+
+}  // namespace dtrain::pipeline

@@ -1,0 +1,58 @@
+// How a pipeline job cuts its model: which stage each layer runs in (named
+// by [[strategy.stages]], or balanced from the layers' costs), the compiled
+// schedule, and per stage what `dtrain check` and the start-up line show:
+// its layers, parameters, time per micro-batch, activation memory with the
+// schedule's peak of micro-batches in flight, and the floats it sends on.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/job_config.h"
+#include "core/nn/model.h"
+#include "strategies/pipeline/schedule.h"
+#include "strategies/pipeline/stage_split.h"
+
+namespace dtrain::pipeline {
+
+struct StageRow {
+  std::string first, last;  // its first and last layer
+  int layers = 0;
+  int64_t parameters = 0;
+  double seconds = 0;            // forward + backward of one micro-batch
+  int peak_in_flight = 0;        // micro-batches whose activations it holds at once
+  int64_t activation_bytes = 0;  // at that peak
+  int64_t sends_floats = 0;      // per micro-batch across the cut after it
+};
+
+struct PipelinePlan {
+  std::vector<int> stage_of;  // per layer of the whole model
+  Schedule schedule;
+  std::vector<StageRow> stages;
+  double bubble_fraction = 0;  // the schedule run with the stages' times
+  int64_t micro_batch_rows = 0;
+};
+
+// The rows of one micro-batch: a replica's slice of the global batch, cut in
+// `micro_batches` (the largest, when they differ).
+int64_t microBatchRows(const StrategySection& s, int64_t batch_size);
+
+// `costs`: per layer of `whole` (layerCosts, with measured seconds or
+// predicted ones). Throws ConfigError naming the layer or the key.
+PipelinePlan planPipeline(const StrategySection& s, const Model& whole, const std::vector<LayerCost>& costs,
+                          int64_t batch_size);
+
+// Each layer's cost for the split: timed on a micro-batch on this thread
+// (layer_times.h) when `measure` and the stages are not named, else its
+// FLOPs (layerCosts).
+std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure);
+
+// The job's plan, its model built on its dataset's shape (read from the
+// files' headers): what `dtrain check` shows, and what `dtrain train`
+// checks before starting any process.
+PipelinePlan planPipelineJob(const JobConfig& job, bool measure);
+
+// The stage table, one line per stage, then the schedule's line.
+std::vector<std::string> describePlan(const PipelinePlan& plan, bool seconds_measured);
+
+}  // namespace dtrain::pipeline
