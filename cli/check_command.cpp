@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/model_summary.h"
@@ -28,6 +29,10 @@ int runCheck(const CheckArgs& args) {
   const Device device = resolveDevice(job.job.device);
   DatasetInfo data = peekDataset(job.data);
   auto model = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
+  // A pipeline's stages too: a bad one is the one line of output.
+  std::optional<pipeline::PipelinePlan> plan;
+  if (job.strategy.type == "pipeline")
+    plan = pipeline::planPipelineJob(job, /*measure=*/job.strategy.stage_layers.empty());
   std::printf("# %s: valid\n# resolved job (defaults filled in)\n\n%s\n", args.job_file.c_str(),
               jobToToml(job).c_str());
   std::printf("# data: %lld training and %lld test samples of %s, %lld classes\n",
@@ -49,8 +54,7 @@ int runCheck(const CheckArgs& args) {
                 timed ? "split by the layers' times on a micro-batch, measured now on one "
                         "thread; a run measures again"
                       : "as [[strategy.stages]] names them; times predicted from FLOPs");
-    for (const std::string& line : pipeline::describePlan(pipeline::planPipelineJob(job, timed), timed))
-      std::printf("%s\n", line.c_str());
+    for (const std::string& line : pipeline::describePlan(*plan, timed)) std::printf("%s\n", line.c_str());
   }
   return kExitOk;
 }

@@ -390,6 +390,14 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
   }
 }
 
+int64_t Model::activationBytes() const {
+  int64_t floats = 0;
+  for (size_t i = 0; i < act_storage_.size(); ++i)
+    if (alias_of_[i] < 0) floats += act_storage_[i].numel() + grad_storage_[i].numel();
+  for (const Tensor& t : scratch_storage_) floats += t.numel();
+  return floats * static_cast<int64_t>(sizeof(float));
+}
+
 int64_t Model::forwardFlops() const {
   int64_t f = 0;
   for (const Node& n : nodes_) f += n.layer->forwardFlops();

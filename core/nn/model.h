@@ -104,6 +104,9 @@ class Model {
   const Shape& inputShape() const { return cut_inputs_[0].shape; }
   const Shape& outputShape() const { return nodes_.back().out_shape; }
   int64_t forwardFlops() const;
+  // The activations and their gradients bind() allocated (shared ones once):
+  // what the model holds per batch of `capacity` samples.
+  int64_t activationBytes() const;
 
  private:
   std::vector<const Tensor*> inputsOf(const Node& node, const std::vector<const Tensor*>& inputs) const;

@@ -1,6 +1,8 @@
 #include "strategies/pipeline/pipeline_strategy.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -83,6 +85,15 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   stage_of_ = plan.stage_of;
   worker_ = std::make_unique<StageWorker>(whole, specs, stage_of_, plan.schedule, stage(), micro, classes,
                                           builtinLayers(), layerDefaultsOf(job.model));
+  // Every stage's activation memory, for the start-up line.
+  activation_bytes_.assign(static_cast<size_t>(worldSize()), 0.0f);
+  const float mine_mb = static_cast<float>(worker_->activationBytes()) / 1e6f;
+  all_->allGather(&mine_mb, 1, activation_bytes_.data());
+  std::vector<std::string> names;
+  for (int k = 0; k < cfg_.stages; ++k)
+    names.push_back("stage " + std::to_string(k) + " (rank " + std::to_string(replica() * cfg_.stages + k) +
+                    ")");
+  worker_->nameStages(std::move(names));
   if (isChief() && cfg_.stage_layers.empty())
     for (const std::string& line : describePlan(plan, true)) parts.say(line);
 
@@ -132,21 +143,46 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
 }
 
 std::string PipelineStrategy::describeRun() const {
+  std::string held;
+  for (int k = 0; k < cfg_.stages; ++k) {
+    char mb[32];
+    std::snprintf(
+        mb, sizeof mb, "%.1f",
+        activation_bytes_.empty() ? 0.0 : static_cast<double>(activation_bytes_[static_cast<size_t>(k)]));
+    held += (k ? " / " : "") + std::string(mb);
+  }
   return ", " + std::to_string(cfg_.stages) + " stages x " + std::to_string(cfg_.replicas) +
          (cfg_.replicas == 1 ? " replica" : " replicas") + ", " + cfg_.schedule + " over " +
          std::to_string(cfg_.micro_batches) + " micro-batches (" + layout_ + "), messages over " +
-         link_->describe();
+         link_->describe() + ", activations held per stage " + held + " MB";
 }
 
 StepFigures PipelineStrategy::step(const StepInput& in) {
   if (!worker_) throw Error("pipeline: step before attach");
   const float scale = 1.0f / static_cast<float>(in.batch.global_size);
+  const auto t0 = std::chrono::steady_clock::now();
+  float busy_and_span[2] = {0, 0};
   const BatchFigures f = worker_->step(in.batch, in.update, in.seed, scale, *link_, [&](Op op) {
+    // The pipeline's part of the step ends where its gradients are complete.
+    if (busy_and_span[1] == 0)
+      busy_and_span[1] = std::chrono::duration<float>(std::chrono::steady_clock::now() - t0).count();
     if (op == Op::AllReduce && replicas_of_stage_)
       replicas_of_stage_->allReduceSum(worker_->grads().data(), worker_->grads().numel());
     if (op == Op::Update) update(in);
   });
-  return StepFigures{f};
+  // The bubble, as GPipe counts it: the share of the stages' time (each the
+  // slowest stage's span) not spent computing.
+  busy_and_span[0] = static_cast<float>(worker_->busySeconds());
+  std::vector<float> all(2 * static_cast<size_t>(worldSize()));
+  all_->allGather(busy_and_span, 2, all.data());
+  double busy = 0, span = 0;
+  for (size_t r = 0; r < all.size(); r += 2) {
+    busy += all[r];
+    span = std::max(span, static_cast<double>(all[r + 1]));
+  }
+  StepFigures out{f};
+  if (span > 0) out.extra.emplace_back("pipeline_bubble", 1.0 - busy / (worldSize() * span));
+  return out;
 }
 
 void PipelineStrategy::update(const StepInput& in) {

@@ -73,7 +73,8 @@ class PipelineStrategy : public Strategy {
   std::unique_ptr<Optimizer> optimizer_;  // the stage's parameters only
   // Per stage: its parameters and buffers (own: offsets in that stage's stores).
   std::vector<std::vector<PlacedTensor>> params_of_, buffers_of_;
-  std::string layout_;  // the stage table, for the start-up line
+  std::string layout_;                   // the stage table, for the start-up line
+  std::vector<float> activation_bytes_;  // per rank, in MB: what its stage holds
 };
 
 }  // namespace dtrain::pipeline

@@ -1,6 +1,7 @@
 #include "strategies/pipeline/stage_worker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/backend/ops.h"
@@ -31,9 +32,10 @@ std::vector<CrossingTensor> crossingTensors(const Model& whole, const std::vecto
   return out;
 }
 
-StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs, const std::vector<int>& stage_of,
-                         const Schedule& schedule, int stage, int64_t max_micro_batch, int64_t classes,
-                         const LayerRegistry& registry, const LayerDefaults& defaults)
+StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs,
+                         const std::vector<int>& stage_of, const Schedule& schedule, int stage,
+                         int64_t max_micro_batch, int64_t classes, const LayerRegistry& registry,
+                         const LayerDefaults& defaults)
     : stage_(stage),
       stages_(schedule.config.stages),
       micro_batches_(schedule.config.micro_batches),
@@ -59,6 +61,12 @@ StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs
   busy_.assign(models_.size(), false);
 }
 
+int64_t StageWorker::activationBytes() const {
+  int64_t bytes = 0;
+  for (const auto& model : models_) bytes += model->activationBytes();
+  return bytes;
+}
+
 std::pair<int64_t, int64_t> StageWorker::rows(int m) const {
   const int64_t n = batch_->size;
   return {n * m / micro_batches_, n * (m + 1) / micro_batches_};
@@ -72,6 +80,7 @@ BatchFigures StageWorker::step(const Batch& batch, int64_t step, uint64_t seed, 
   grad_scale_ = grad_scale;
   link_ = &link;
   figures_ = BatchFigures{};
+  busy_s_ = 0;
   for (const Action& a : actions_) {
     // A slice smaller than the micro-batch count leaves some empty: every
     // stage of the replica sees the same slice, so all of them skip those.
@@ -82,11 +91,12 @@ BatchFigures StageWorker::step(const Batch& batch, int64_t step, uint64_t seed, 
     const int m = a.micro_batch;
     switch (a.op) {
       case Op::Forward:
-        forward(m);
+      case Op::Backward: {
+        const auto t0 = std::chrono::steady_clock::now();
+        a.op == Op::Forward ? forward(m) : backward(m);
+        busy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         break;
-      case Op::Backward:
-        backward(m);
-        break;
+      }
       case Op::SendActivation:
         send(Direction::Activation, m, a.peer, out_cut_, sent_on_.at(m));
         sent_on_.erase(m);
@@ -208,7 +218,23 @@ void StageWorker::backward(int m) {
   dlogits_.erase(m);
 }
 
-void StageWorker::send(Direction d, int m, int to, const std::vector<CrossingTensor>& what, const Bundle& from) {
+std::string StageWorker::stageName(int stage) const {
+  return static_cast<size_t>(stage) < stage_names_.size() ? stage_names_[static_cast<size_t>(stage)]
+                                                          : "stage " + std::to_string(stage);
+}
+
+template <typename Transfer>
+void StageWorker::transfer(const StageMessage& what, int peer, Transfer&& run) {
+  try {
+    run();
+  } catch (const CommError& e) {
+    throw CommError("pipeline " + stageName(stage_) + ": " + what.describe() + " with " + stageName(peer) +
+                    " failed: " + e.what());
+  }
+}
+
+void StageWorker::send(Direction d, int m, int to, const std::vector<CrossingTensor>& what,
+                       const Bundle& from) {
   const auto [begin, end] = rows(m);
   for (const CrossingTensor& t : what) {
     const Tensor& values = from.at(t.name);
@@ -217,25 +243,33 @@ void StageWorker::send(Direction d, int m, int to, const std::vector<CrossingTen
       throw Error("pipeline: stage " + std::to_string(stage_) + " holds " + std::to_string(values.numel()) +
                   " floats for " + header.describe());
     outbox_.push_back(header.encode());
-    link_->sendAsync(outbox_.back().data(), static_cast<int64_t>(outbox_.back().size()), to, tagOf(d));
+    const std::vector<uint8_t>& head = outbox_.back();
+    transfer(header, to,
+             [&] { link_->sendAsync(head.data(), static_cast<int64_t>(head.size()), to, tagOf(d)); });
     // Copied: the tensor's memory is a model's, which the next micro-batch reuses.
     const size_t bytes = static_cast<size_t>(values.numel()) * sizeof(float);
     outbox_.emplace_back(bytes);
     std::memcpy(outbox_.back().data(), values.data(), bytes);
-    link_->sendAsync(outbox_.back().data(), static_cast<int64_t>(bytes), to, tagOf(d));
+    const std::vector<uint8_t>& body = outbox_.back();
+    transfer(header, to, [&] { link_->sendAsync(body.data(), static_cast<int64_t>(bytes), to, tagOf(d)); });
   }
 }
 
-StageWorker::Bundle StageWorker::receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what) {
+StageWorker::Bundle StageWorker::receive(Direction d, int m, int from,
+                                         const std::vector<CrossingTensor>& what) {
   const auto [begin, end] = rows(m);
   Bundle out;
   for (const CrossingTensor& t : what) {
+    const StageMessage expected{d, from, stage_, step_, m, t.name, t.shape.withBatch(end - begin)};
     std::vector<uint8_t> bytes(kStageMessageBytes);
-    link_->recv(bytes.data(), static_cast<int64_t>(bytes.size()), from, tagOf(d));
-    const StageMessage got = StageMessage::decode(bytes, "pipeline stage " + std::to_string(from));
-    checkStageMessage(StageMessage{d, from, stage_, step_, m, t.name, t.shape.withBatch(end - begin)}, got);
+    transfer(expected, from,
+             [&] { link_->recv(bytes.data(), static_cast<int64_t>(bytes.size()), from, tagOf(d)); });
+    const StageMessage got = StageMessage::decode(bytes, "pipeline " + stageName(from));
+    checkStageMessage(expected, got);
     Tensor values = Tensor::empty(got.shape);
-    link_->recv(values.data(), values.numel() * static_cast<int64_t>(sizeof(float)), from, tagOf(d));
+    transfer(expected, from, [&] {
+      link_->recv(values.data(), values.numel() * static_cast<int64_t>(sizeof(float)), from, tagOf(d));
+    });
     out[t.name] = values;
   }
   return out;

@@ -54,8 +54,15 @@ class StageWorker {
   ParamStore& params() { return store_; }
   ParamStore& buffers() { return buffers_; }
   Tensor& grads() { return grads_; }
+  // How errors name each stage ("stage 1 (rank 3)"); by default "stage k".
+  void nameStages(std::vector<std::string> names) { stage_names_ = std::move(names); }
   // The micro-batches' activations a step holds at most (the schedule's peak).
   int modelCopies() const { return static_cast<int>(models_.size()); }
+  // What the stage holds for them: every copy's activations and gradients.
+  int64_t activationBytes() const;
+  // Seconds the last step spent computing (forward, backward, the loss), not
+  // waiting for messages or its neighbours.
+  double busySeconds() const { return busy_s_; }
 
   // Runs the stage's list for one step: `batch` is this replica's slice of
   // global batch `step`; messages go through `link` (rank k = stage k); the
@@ -71,10 +78,15 @@ class StageWorker {
   void send(Direction d, int m, int to, const std::vector<CrossingTensor>& what, const Bundle& from);
   Bundle receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what);
   std::pair<int64_t, int64_t> rows(int m) const;  // [begin, end) of micro-batch m
+  std::string stageName(int stage) const;
+  // Runs one message's transfer; a failure names the peer stage and what moved.
+  template <typename Transfer>
+  void transfer(const StageMessage& what, int peer, Transfer&& run);
 
   int stage_, stages_, micro_batches_;
   int64_t classes_;
   std::vector<Action> actions_;
+  std::vector<std::string> stage_names_;
   StagePart part_;
   std::vector<std::string> out_names_;  // the models' outputs() by name
   std::vector<CrossingTensor> in_cut_, out_cut_;
@@ -90,8 +102,9 @@ class StageWorker {
   float grad_scale_ = 1;
   ProcessGroup* link_ = nullptr;
   BatchFigures figures_;
-  std::map<int, size_t> model_of_;                    // micro-batch -> model copy
-  std::map<int, Bundle> received_, sent_on_;          // activations in, and out
+  double busy_s_ = 0;
+  std::map<int, size_t> model_of_;                      // micro-batch -> model copy
+  std::map<int, Bundle> received_, sent_on_;            // activations in, and out
   std::map<int, Bundle> gradients_in_, gradients_out_;  // gradients of out_cut_, of in_cut_
   std::map<int, Tensor> dlogits_;
   std::vector<std::vector<uint8_t>> outbox_;  // sends in flight until the step ends

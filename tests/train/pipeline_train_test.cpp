@@ -156,3 +156,67 @@ TEST_CASE("pipeline: configuration errors are one line naming the key or the lay
     CHECK(r.output.find(c.says) != std::string::npos);
   }
 }
+
+TEST_CASE(
+    "pipeline: a run resumed with 2 stages, then as one process, ends where 4 stages straight through do") {
+  TempDir dir("pipe_resume");
+  const ModelCase m = models()[1];  // the cnn
+  const std::string four = "[strategy]\ntype = \"pipeline\"\nstages = 4\nmicro_batches = 4\n";
+  auto longer = [](std::string toml) {
+    toml.replace(toml.find("steps = 3\n"), 10, "steps = 20\n");
+    toml.replace(toml.find("checkpoint_every_steps = 0"), 26, "checkpoint_every_steps = 7");
+    return toml;
+  };
+  const std::string straight = dir / "straight";
+  train(longer(job(straight, m, four)), straight + ".toml");
+  // Killed after step 9 (its last checkpoint step 7's), resumed with 2
+  // stages and killed after step 16 (step 14's), then resumed as one process.
+  const std::string run = dir / "changing";
+  writeFile(run + ".toml", longer(job(run, m, four)));
+  const RunResult first = runDtrain({"train", run + ".toml", "-q", "--fault-kill-at-step", "9"});
+  CHECK(first.exit_code != 0);
+  const RunResult second =
+      runDtrain({"resume", run, "-q", "--set", "strategy.stages=2", "--fault-kill-at-step", "16"});
+  INFO(second.output);
+  CHECK(second.exit_code != 0);
+  const RunResult third = runDtrain({"resume", run, "-q", "--set", "strategy.type=one_device"});
+  INFO(third.output);
+  REQUIRE(third.exit_code == 0);
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    CAPTURE(file);
+    CHECK(checkpointDifference(run + "/checkpoints/latest", straight + "/checkpoints/latest", file) <= 1e-5);
+  }
+  CHECK(stepDirs(run).back().find("step-00000020") != std::string::npos);
+}
+
+TEST_CASE(
+    "pipeline: a stage killed stops every process at once, naming it, and the checkpoint before stays") {
+  TempDir dir("pipe_kill");
+  const ModelCase m = models()[1];
+  std::string toml = job(dir / "run", m, "[strategy]\ntype = \"pipeline\"\nstages = 3\nmicro_batches = 3\n");
+  toml.replace(toml.find("steps = 3\n"), 10, "steps = 100000\n");
+  toml.replace(toml.find("checkpoint_every_steps = 0"), 26, "checkpoint_every_steps = 5");
+  writeFile(dir / "job.toml", toml);
+  const pid_t host = startDtrain({"train", dir / "job.toml"}, dir / "log");
+  // Stage 1 (rank 1) is the host's second worker: found by its rank in the environment.
+  REQUIRE(waitFor([&] { return stepDirs(dir / "run").size() >= 2; }, 60));
+  const std::string pids =
+      readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children");
+  std::vector<pid_t> workers;
+  std::istringstream in(pids);
+  for (pid_t p; in >> p;) workers.push_back(p);
+  REQUIRE(workers.size() == 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(workers[1], SIGKILL);
+  const int code = waitExit(host);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string log = readFile(dir / "log");
+  INFO(log);
+  CHECK(code != 0);
+  CHECK(seconds < 10);  // the heartbeat timeout is 30 s; a closed connection is seen at once
+  CHECK(log.find("rank 1 (node 0, slot 1)") != std::string::npos);
+  CHECK(log.find("SIGKILL") != std::string::npos);
+  // The latest checkpoint is whole: it evaluates.
+  const EvalFigures f = evalFigures(dir / "run");
+  CHECK(f.accuracy >= 0);
+}
