@@ -35,7 +35,8 @@ std::shared_ptr<Strategy> makeStrategy(const StrategySection& cfg, std::shared_p
   }
   if (cfg.type == "pipeline")
     throw ConfigError(
-        "[strategy] type 'pipeline' runs one process per stage; start it with `dtrain train` (not as a single "
+        "[strategy] type 'pipeline' runs one process per stage; start it with `dtrain train` (not as a "
+        "single "
         "process)");
   throw ConfigError("[strategy] type '" + cfg.type +
                     "' is not available in this build yet; use 'one_device'");
@@ -43,24 +44,32 @@ std::shared_ptr<Strategy> makeStrategy(const StrategySection& cfg, std::shared_p
 
 namespace {
 
-// A pipeline's groups beside the session's: this replica's stages (their
-// messages) and, with several replicas, this stage's copies (its gradients).
-// On one host (the one this build runs pipelines on), over loopback.
+// A pipeline's groups beside the session's: with several replicas, this
+// stage's copies (its gradients); for the stage-to-stage messages, shared
+// memory (set up when the strategy attaches), or with a Gloo collective a
+// group of this replica's stages. One host, the one this build runs
+// pipelines on: over loopback.
 std::shared_ptr<Strategy> makePipeline(const JobConfig& job, WorkerSession& session) {
   const StrategySection& s = job.strategy;
   const int rank = session.group()->rank();
   const int stage = rank % s.stages, replica = rank / s.stages;
+  const auto timeout = secondsToMillis(job.cluster.collective_timeout_s);
+  const std::string prefix = "pipeline/" + std::to_string(session.generation());
   GlooOptions options;
-  options.timeout = secondsToMillis(job.cluster.collective_timeout_s);
-  const std::string generation = std::to_string(session.generation());
-  options.prefix = "pipeline/" + generation + "/replica/" + std::to_string(replica);
-  auto link = std::make_shared<GlooProcessGroup>(session.store(), stage, s.stages, options);
-  std::shared_ptr<ProcessGroup> copies;
+  options.timeout = timeout;
+  std::shared_ptr<ProcessGroup> link, copies;
+  if (s.collective != "auto" && s.collective != "shared_memory") {
+    options.algorithm = s.collective;
+    options.prefix = prefix + "/replica/" + std::to_string(replica);
+    link = std::make_shared<GlooProcessGroup>(session.store(), stage, s.stages, options);
+  }
   if (s.replicas > 1) {
-    options.prefix = "pipeline/" + generation + "/stage/" + std::to_string(stage);
+    options.prefix = prefix + "/stage/" + std::to_string(stage);
     copies = std::make_shared<GlooProcessGroup>(session.store(), replica, s.replicas, options);
   }
-  return std::make_shared<pipeline::PipelineStrategy>(s, session.group(), std::move(link), std::move(copies));
+  return std::make_shared<pipeline::PipelineStrategy>(s, session.group(), std::move(link), std::move(copies),
+                                                      &session.store(),
+                                                      prefix + "/shm/" + std::to_string(replica), timeout);
 }
 
 }  // namespace

@@ -39,12 +39,16 @@ std::vector<std::vector<PlacedTensor>> placeByStage(const ParamStore& from,
 }  // namespace
 
 PipelineStrategy::PipelineStrategy(const StrategySection& cfg, std::shared_ptr<ProcessGroup> all,
-                                   std::shared_ptr<ProcessGroup> link,
-                                   std::shared_ptr<ProcessGroup> replicas_of_stage)
+                                   std::shared_ptr<ProcessGroup> link_group,
+                                   std::shared_ptr<ProcessGroup> replicas_of_stage, Store* store,
+                                   std::string shm_prefix, std::chrono::milliseconds timeout)
     : cfg_(cfg),
       all_(std::move(all)),
-      link_(std::move(link)),
-      replicas_of_stage_(std::move(replicas_of_stage)) {
+      link_group_(std::move(link_group)),
+      replicas_of_stage_(std::move(replicas_of_stage)),
+      store_(store),
+      shm_prefix_(std::move(shm_prefix)),
+      timeout_(timeout) {
   if (all_->size() != cfg_.stages * cfg_.replicas)
     throw ConfigError("[strategy] pipeline of " + std::to_string(cfg_.stages) + " stages x " +
                       std::to_string(cfg_.replicas) + " replicas needs " +
@@ -73,14 +77,14 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   const int64_t classes = whole.outputShape()[0];
   const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, classes);
   const int64_t micro = microBatchRows(cfg_, job.train.batch_size);
-  // The chief times the layers; every rank splits by its figures, so all of
-  // them cut the model in the same places.
-  std::vector<LayerCost> costs = pipelineCosts(job, whole, isChief());
+  // Every rank times the layers at once, so each sees the others' load on
+  // the machine as the stages will; the split takes the ranks' mean, the
+  // same figures everywhere, so all of them cut the model in the same places.
+  std::vector<LayerCost> costs = pipelineCosts(job, whole, /*measure=*/true);
   std::vector<double> seconds;
   for (const LayerCost& c : costs) seconds.push_back(c.seconds);
-  all_->broadcastBytes(reinterpret_cast<uint8_t*>(seconds.data()),
-                       static_cast<int64_t>(seconds.size() * sizeof(double)), 0);
-  for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i];
+  all_->allReduceSum(seconds.data(), static_cast<int64_t>(seconds.size()));
+  for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i] / worldSize();
   const PipelinePlan plan = planPipeline(cfg_, whole, costs, job.train.batch_size);
   stage_of_ = plan.stage_of;
   worker_ = std::make_unique<StageWorker>(whole, specs, stage_of_, plan.schedule, stage(), micro, classes,
@@ -93,6 +97,11 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   for (int k = 0; k < cfg_.stages; ++k)
     names.push_back("stage " + std::to_string(k) + " (rank " + std::to_string(replica() * cfg_.stages + k) +
                     ")");
+  if (link_group_)
+    link_ = groupLink(link_group_);
+  else
+    link_ = sharedMemoryLink(*store_, shm_prefix_, stage(), cfg_.stages, worker_->stepBytesFromBefore(),
+                             worker_->stepBytesFromAfter(), names, timeout_);
   worker_->nameStages(std::move(names));
   if (isChief() && cfg_.stage_layers.empty())
     for (const std::string& line : describePlan(plan, true)) parts.say(line);

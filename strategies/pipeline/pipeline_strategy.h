@@ -13,16 +13,19 @@
 // rank's whole copy, so the chief evaluates the whole model alone and writes
 // the same checkpoint files as every other strategy.
 //
-// Groups: `all` (every rank: broadcasts, figures, the clipping norm), `link`
-// (the stages of this replica, rank = stage: the stage-to-stage messages)
-// and `replicas_of_stage` (this stage in every replica: its gradients'
-// all-reduce; null with one replica).
+// Groups: `all` (every rank: broadcasts, figures, the clipping norm) and
+// `replicas_of_stage` (this stage in every replica: its gradients'
+// all-reduce; null with one replica). The stage-to-stage messages go through
+// shared memory, or with a Gloo [strategy] collective over a group of the
+// replica's stages (stage_link.h).
 #pragma once
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/comm/process_group.h"
+#include "core/comm/store.h"
 #include "core/optim/optimizer.h"
 #include "core/train/strategy.h"
 #include "strategies/pipeline/stage_worker.h"
@@ -37,8 +40,12 @@ struct PlacedTensor {
 
 class PipelineStrategy : public Strategy {
  public:
+  // `link_group`: the replica's stages (rank = stage) to carry the messages,
+  // or null for shared memory, set up at attach through `store` under
+  // `shm_prefix`.
   PipelineStrategy(const StrategySection& cfg, std::shared_ptr<ProcessGroup> all,
-                   std::shared_ptr<ProcessGroup> link, std::shared_ptr<ProcessGroup> replicas_of_stage);
+                   std::shared_ptr<ProcessGroup> link_group, std::shared_ptr<ProcessGroup> replicas_of_stage,
+                   Store* store, std::string shm_prefix, std::chrono::milliseconds timeout);
   ~PipelineStrategy() override;
 
   std::string name() const override { return "pipeline"; }
@@ -66,7 +73,11 @@ class PipelineStrategy : public Strategy {
   void gather();
 
   StrategySection cfg_;
-  std::shared_ptr<ProcessGroup> all_, link_, replicas_of_stage_;
+  std::shared_ptr<ProcessGroup> all_, link_group_, replicas_of_stage_;
+  Store* store_;
+  std::string shm_prefix_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<StageLink> link_;
   TrainingParts parts_;
   std::vector<int> stage_of_;  // per layer of the whole model
   std::unique_ptr<StageWorker> worker_;

@@ -41,7 +41,8 @@ StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs
       micro_batches_(schedule.config.micro_batches),
       classes_(classes),
       actions_(schedule.stages.at(static_cast<size_t>(stage))),
-      part_(stagePart(whole, specs, stage_of, stage)) {
+      part_(stagePart(whole, specs, stage_of, stage)),
+      max_rows_(max_micro_batch) {
   out_names_ = part_.cut.outputs;
   out_names_.push_back(part_.specs.back().name);
   if (stage > 0) in_cut_ = crossingTensors(whole, specs, stage_of, stage - 1);
@@ -67,13 +68,21 @@ int64_t StageWorker::activationBytes() const {
   return bytes;
 }
 
+int64_t StageWorker::stepBytes(const std::vector<CrossingTensor>& bundle) const {
+  int64_t per_micro_batch = 0;
+  for (const CrossingTensor& t : bundle)
+    per_micro_batch += static_cast<int64_t>(kStageMessageBytes) +
+                       t.shape.numel() * max_rows_ * static_cast<int64_t>(sizeof(float));
+  return per_micro_batch * micro_batches_;
+}
+
 std::pair<int64_t, int64_t> StageWorker::rows(int m) const {
   const int64_t n = batch_->size;
   return {n * m / micro_batches_, n * (m + 1) / micro_batches_};
 }
 
 BatchFigures StageWorker::step(const Batch& batch, int64_t step, uint64_t seed, float grad_scale,
-                               ProcessGroup& link, const std::function<void(Op)>& collective) {
+                               StageLink& link, const std::function<void(Op)>& collective) {
   batch_ = &batch;
   step_ = step;
   seed_ = seed;

@@ -1,6 +1,6 @@
 // One pipeline stage in its own process: its layers (a Model per
 // micro-batch in flight), its parameters, and its action list run against
-// its neighbours over a process group whose ranks are the stages.
+// its neighbours over a StageLink (shared memory, or a group's messages).
 //
 // Between stages c and c + 1 travels a bundle per micro-batch: every result
 // of a layer at or before stage c that a layer after it reads (a skip
@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "core/comm/process_group.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
 #include "core/nn/param_store.h"
 #include "core/train/replica_set.h"
 #include "datasets/batch_loader.h"
 #include "strategies/pipeline/schedule.h"
+#include "strategies/pipeline/stage_link.h"
 #include "strategies/pipeline/stage_message.h"
 #include "strategies/pipeline/stage_model.h"
 
@@ -68,8 +68,12 @@ class StageWorker {
   // global batch `step`; messages go through `link` (rank k = stage k); the
   // list's AllReduce and Update are `collective`'s. Gradients add to grads().
   // Returns the loss figures (the last stage's; zero elsewhere).
-  BatchFigures step(const Batch& batch, int64_t step, uint64_t seed, float grad_scale, ProcessGroup& link,
+  BatchFigures step(const Batch& batch, int64_t step, uint64_t seed, float grad_scale, StageLink& link,
                     const std::function<void(Op)>& collective);
+  // The bytes a step receives at most from stage - 1 (activations) and from
+  // stage + 1 (gradients), headers included.
+  int64_t stepBytesFromBefore() const { return stepBytes(in_cut_); }
+  int64_t stepBytesFromAfter() const { return stepBytes(out_cut_); }
 
  private:
   using Bundle = std::map<std::string, Tensor>;
@@ -79,6 +83,7 @@ class StageWorker {
   Bundle receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what);
   std::pair<int64_t, int64_t> rows(int m) const;  // [begin, end) of micro-batch m
   std::string stageName(int stage) const;
+  int64_t stepBytes(const std::vector<CrossingTensor>& bundle) const;
   // Runs one message's transfer; a failure names the peer stage and what moved.
   template <typename Transfer>
   void transfer(const StageMessage& what, int peer, Transfer&& run);
@@ -100,7 +105,8 @@ class StageWorker {
   int64_t step_ = 0;
   uint64_t seed_ = 0;
   float grad_scale_ = 1;
-  ProcessGroup* link_ = nullptr;
+  StageLink* link_ = nullptr;
+  int64_t max_rows_ = 0;
   BatchFigures figures_;
   double busy_s_ = 0;
   std::map<int, size_t> model_of_;                      // micro-batch -> model copy

@@ -220,3 +220,20 @@ TEST_CASE(
   const EvalFigures f = evalFigures(dir / "run");
   CHECK(f.accuracy >= 0);
 }
+
+TEST_CASE("pipeline: the stages' messages over Gloo (a Gloo collective) train as over shared memory") {
+  TempDir dir("pipe_gloo");
+  const ModelCase m = models()[2];
+  const std::string one = dir / "one";
+  train(job(one, m, ""), one + ".toml");
+  const std::string gloo = dir / "gloo";
+  writeFile(gloo + ".toml",
+            job(gloo, m,
+                "[strategy]\ntype = \"pipeline\"\nstages = 3\nmicro_batches = 3\ncollective = \"ring\"\n"));
+  const RunResult r = runDtrain({"train", gloo + ".toml"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("messages over gloo (ring)") != std::string::npos);
+  CHECK(checkpointDifference(gloo + "/checkpoints/latest", one + "/checkpoints/latest",
+                             "model.safetensors") <= 1e-5);
+}
