@@ -1,5 +1,6 @@
 #include "strategies/pipeline/layer_times.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -11,23 +12,34 @@ namespace dtrain::pipeline {
 
 namespace {
 
-// Sums each layer's forward and backward wall time.
+// Each layer's forward and backward wall time, per pass.
 class LayerClock final : public LayerTimer {
  public:
-  explicit LayerClock(size_t layers) : seconds_(layers, 0.0) {}
+  explicit LayerClock(size_t layers) : layers_(layers) {}
   void begin(int, bool) override { start_ = std::chrono::steady_clock::now(); }
   void end(int node, bool) override {
-    if (counting_)
-      seconds_[static_cast<size_t>(node)] +=
+    if (!passes_.empty())
+      passes_.back()[static_cast<size_t>(node)] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
-  void count(bool on) { counting_ = on; }
-  const std::vector<double>& seconds() const { return seconds_; }
+  void startPass() { passes_.emplace_back(layers_, 0.0); }
+  // Per layer, the median over the passes: a pass another process's burst
+  // slowed does not move it.
+  std::vector<double> medians() const {
+    std::vector<double> out(layers_, 0.0);
+    for (size_t i = 0; i < layers_; ++i) {
+      std::vector<double> v;
+      for (const auto& pass : passes_) v.push_back(pass[i]);
+      std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+      out[i] = v.empty() ? 0.0 : v[v.size() / 2];
+    }
+    return out;
+  }
 
  private:
-  std::vector<double> seconds_;
+  size_t layers_;
+  std::vector<std::vector<double>> passes_;
   std::chrono::steady_clock::time_point start_;
-  bool counting_ = false;
 };
 
 }  // namespace
@@ -57,14 +69,12 @@ std::vector<double> measureLayerSeconds(const std::vector<LayerSpec>& specs, con
   ctx.updates_buffers = true;
   // The first pass sizes scratch memory and warms the caches: not counted.
   for (int p = 0; p <= passes; ++p) {
-    clock.count(p > 0);
+    if (p > 0) clock.startPass();
     ctx.seed = static_cast<uint64_t>(p);
     model.forward(images, ctx);
     model.backward(images, doutput, ctx);
   }
-  std::vector<double> out = clock.seconds();
-  for (double& s : out) s /= passes;
-  return out;
+  return clock.medians();
 }
 
 }  // namespace dtrain::pipeline

@@ -1,5 +1,5 @@
 // What each layer of a model costs on this process's CPU thread: its forward
-// and backward on a micro-batch of random samples, timed over a few passes
+// and backward on a micro-batch of random samples, the median of a few passes
 // after a warm-up, so that the automatic stage split balances measured time
 // rather than counted FLOPs (which miss memory-bound layers: batch norm,
 // activations, pooling, and small convolutions' lower efficiency).

@@ -19,7 +19,7 @@ namespace {
 constexpr double kSecondsPerCrossingFloat = 2.5e-9;
 
 // Passes timed per layer for the automatic split, after one not counted.
-constexpr int kTimedPasses = 3;
+constexpr int kTimedPasses = 5;
 // A prediction's rate: what one core's float products reach on this kind of
 // model (layerCosts counts a pass as 3 x the forward's FLOPs).
 constexpr double kPredictedFlopsPerSecond = 2e10;

@@ -189,36 +189,65 @@ TEST_CASE(
   CHECK(stepDirs(run).back().find("step-00000020") != std::string::npos);
 }
 
-TEST_CASE(
-    "pipeline: a stage killed stops every process at once, naming it, and the checkpoint before stays") {
-  TempDir dir("pipe_kill");
-  const ModelCase m = models()[1];
-  std::string toml = job(dir / "run", m, "[strategy]\ntype = \"pipeline\"\nstages = 3\nmicro_batches = 3\n");
+namespace {
+
+// Starts a 3-stage run, sends stage 1's process `signal` once two checkpoints
+// are written, and returns the host's exit code, the seconds it took to end
+// and its output.
+struct Stopped {
+  int code = -1;
+  double seconds = 0;
+  std::string log;
+};
+
+Stopped signalStage(const TempDir& dir, int signal) {
+  std::string toml =
+      job(dir / "run", models()[1], "[strategy]\ntype = \"pipeline\"\nstages = 3\nmicro_batches = 3\n");
   toml.replace(toml.find("steps = 3\n"), 10, "steps = 100000\n");
   toml.replace(toml.find("checkpoint_every_steps = 0"), 26, "checkpoint_every_steps = 5");
   writeFile(dir / "job.toml", toml);
   const pid_t host = startDtrain({"train", dir / "job.toml"}, dir / "log");
-  // Stage 1 (rank 1) is the host's second worker: found by its rank in the environment.
   REQUIRE(waitFor([&] { return stepDirs(dir / "run").size() >= 2; }, 60));
-  const std::string pids =
-      readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children");
+  // The host's workers, in the order it started them: rank 0, 1, 2.
   std::vector<pid_t> workers;
-  std::istringstream in(pids);
+  std::istringstream in(
+      readFile("/proc/" + std::to_string(host) + "/task/" + std::to_string(host) + "/children"));
   for (pid_t p; in >> p;) workers.push_back(p);
   REQUIRE(workers.size() == 3);
   const auto t0 = std::chrono::steady_clock::now();
-  ::kill(workers[1], SIGKILL);
-  const int code = waitExit(host);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string log = readFile(dir / "log");
-  INFO(log);
-  CHECK(code != 0);
-  CHECK(seconds < 10);  // the heartbeat timeout is 30 s; a closed connection is seen at once
-  CHECK(log.find("rank 1 (node 0, slot 1)") != std::string::npos);
-  CHECK(log.find("SIGKILL") != std::string::npos);
+  ::kill(workers[1], signal);
+  Stopped out;
+  out.code = waitExit(host);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.log = readFile(dir / "log");
+  if (signal == SIGSTOP) ::kill(workers[1], SIGKILL);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "pipeline: a stage killed stops every process at once, naming it, and the checkpoint before stays") {
+  TempDir dir("pipe_kill");
+  const Stopped s = signalStage(dir, SIGKILL);
+  INFO(s.log);
+  CHECK(s.code != 0);
+  CHECK(s.seconds < 10);  // a closed connection or exited process is seen at once, not after the heartbeat
+  CHECK(s.log.find("rank 1 (node 0, slot 1)") != std::string::npos);
+  CHECK(s.log.find("SIGKILL") != std::string::npos);
   // The latest checkpoint is whole: it evaluates.
-  const EvalFigures f = evalFigures(dir / "run");
-  CHECK(f.accuracy >= 0);
+  CHECK(evalFigures(dir / "run").accuracy >= 0);
+}
+
+TEST_CASE("pipeline: a stage frozen stops every process within the heartbeat timeout, naming it") {
+  TempDir dir("pipe_frozen");
+  const Stopped s = signalStage(dir, SIGSTOP);
+  INFO(s.log);
+  CHECK(s.code != 0);
+  CHECK(s.seconds < 20);  // [cluster] heartbeat_timeout_s, 10 s
+  CHECK(s.log.find("lost rank 1 (host") != std::string::npos);
+  CHECK(s.log.find("no heartbeat for") != std::string::npos);
+  CHECK(evalFigures(dir / "run").accuracy >= 0);
 }
 
 TEST_CASE("pipeline: the stages' messages over Gloo (a Gloo collective) train as over shared memory") {
