@@ -46,9 +46,8 @@ namespace {
 
 // A pipeline's groups beside the session's: with several replicas, this
 // stage's copies (its gradients); for the stage-to-stage messages, shared
-// memory (set up when the strategy attaches), or with a Gloo collective a
-// group of this replica's stages. One host, the one this build runs
-// pipelines on: over loopback.
+// memory (set up when the strategy attaches) when the replica's stages share
+// a host and the collective allows it, else a Gloo group of its stages.
 std::shared_ptr<Strategy> makePipeline(const JobConfig& job, WorkerSession& session) {
   const StrategySection& s = job.strategy;
   const int rank = session.group()->rank();
@@ -57,9 +56,13 @@ std::shared_ptr<Strategy> makePipeline(const JobConfig& job, WorkerSession& sess
   const std::string prefix = "pipeline/" + std::to_string(session.generation());
   GlooOptions options;
   options.timeout = timeout;
+  options.address = session.address();
+  bool one_host = true;
+  for (int k = 0; k < s.stages; ++k) one_host = one_host && session.sameNode(rank, replica * s.stages + k);
   std::shared_ptr<ProcessGroup> link, copies;
-  if (s.collective != "auto" && s.collective != "shared_memory") {
-    options.algorithm = s.collective;
+  const bool gloo_collective = s.collective != "auto" && s.collective != "shared_memory";
+  if (gloo_collective) options.algorithm = s.collective;
+  if (gloo_collective || !one_host) {
     options.prefix = prefix + "/replica/" + std::to_string(replica);
     link = std::make_shared<GlooProcessGroup>(session.store(), stage, s.stages, options);
   }

@@ -266,7 +266,8 @@ void checkPipeline(const Checker& c, const StrategySection& s, const ClusterSect
   c.intRange("strategy.replicas", s.replicas, 1, 64);
   c.oneOf("strategy.schedule", s.schedule, {"1f1b", "gpipe"});
   if (!s.stage_layers.empty() && static_cast<int>(s.stage_layers.size()) != s.stages)
-    c.fail("strategy.stages", "is " + std::to_string(s.stages) + " but " + std::to_string(s.stage_layers.size()) +
+    c.fail("strategy.stages", "is " + std::to_string(s.stages) + " but " +
+                                  std::to_string(s.stage_layers.size()) +
                                   " [[strategy.stages]] tables name the layers; give one or the other");
   if (s.type != "pipeline") {
     if (!s.stage_layers.empty())
@@ -282,16 +283,23 @@ void checkPipeline(const Checker& c, const StrategySection& s, const ClusterSect
                  std::to_string(s.stages) + " stages); raise micro_batches or use schedule = \"gpipe\"");
   if (s.stages * s.replicas < 2)
     c.failOr("strategy.stages", "strategy.replicas",
-             "give a pipeline at least 2 processes (stages x replicas); for one process use type = \"one_device\"");
-  if (cluster.present)
-    c.failOr("strategy.type", "cluster",
-             "'pipeline' runs its stages on one host in this build; remove [cluster], or use "
-             "'multi_worker_mirrored' across hosts");
+             "give a pipeline at least 2 processes (stages x replicas); for one process use type = "
+             "\"one_device\"");
+  // Across hosts the processes are the hosts' slots: one per stage of every replica.
+  if (cluster.present && !cluster.hosts.empty()) {
+    int slots = 0;
+    for (const ClusterHost& h : cluster.hosts) slots += std::max(0, h.slots);
+    if (slots != s.stages * s.replicas)
+      c.failOr("strategy.stages", "cluster.hosts",
+               "x replicas is " + std::to_string(s.stages * s.replicas) +
+                   " processes, but the [cluster] hosts have " + std::to_string(slots) +
+                   " slots; give the hosts one slot per stage of every replica");
+  }
 }
 
 void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster) {
-  static const std::vector<std::string> available = {"one_device", "mirrored", "multi_worker_mirrored",
-                                                     "central_storage", "parameter_server", "pipeline"};
+  static const std::vector<std::string> available = {
+      "one_device", "mirrored", "multi_worker_mirrored", "central_storage", "parameter_server", "pipeline"};
   static const std::vector<std::string> planned = {};  // named but not built yet
   for (const std::string& p : planned)
     if (s.type == p) {

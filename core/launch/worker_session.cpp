@@ -49,6 +49,8 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
   rank_ = m.rank;
   world_ = m.world_size;
   generation_ = m.generation;
+  address_ = a.address;
+  for (const PeerInfo& p : m.peers) nodes_.push_back(p.node);
   if (job.strategy.type == "parameter_server") {
     // The last job.strategy.ps ranks are the shards; the workers' collectives
     // are among the workers alone (the shards answer requests instead).

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config/job_config.h"
 #include "core/launch/worker_env.h"
@@ -45,6 +46,12 @@ class WorkerSession {
   // The run's key-value store (the rendezvous) and its generation.
   Store& store();
   uint64_t generation() const { return generation_; }
+  // This host's address, where groups of its workers listen (Gloo).
+  const std::string& address() const { return address_; }
+  // Whether ranks a and b run on the same node (host).
+  bool sameNode(int a, int b) const {
+    return nodes_.at(static_cast<size_t>(a)) == nodes_.at(static_cast<size_t>(b));
+  }
   // Tells the others this rank failed (they stop at once) and why.
   void abort(const std::string& reason);
   // A clean end: the coordinator stops expecting heartbeats.
@@ -56,6 +63,8 @@ class WorkerSession {
   int rank_ = 0, world_ = 1;
   int shard_ = -1;
   uint64_t generation_ = 0;
+  std::string address_;
+  std::vector<int> nodes_;  // per rank
   bool left_ = false;
 };
 
