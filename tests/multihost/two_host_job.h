@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tests/multihost/netns_cluster.h"
 #include "tests/train/run_helpers.h"
@@ -28,6 +29,32 @@ inline std::string twoHostJob(const std::string& run_dir, const std::string& tok
 // The same job on one host: 4 worker processes, the same global batch.
 inline std::string oneHostJob(const std::string& run_dir) {
   return oneThread(smallJob(run_dir, "[strategy]\ntype = \"mirrored\"\nworkers = 4\n"));
+}
+
+// What the two hosts of a run printed, and how each ended.
+struct TwoHostRun {
+  int code_a = -1, code_b = -1;
+  std::string log_a, log_b;
+};
+
+// Trains `dir`/one.toml (the one-host reference) and then `dir`/job.toml on
+// both hosts of `cluster`, each with `train.steps=steps`; B starts first.
+inline TwoHostRun trainOneHostThenTwo(NetnsCluster& cluster, const TempDir& dir,
+                                      const std::string& one_host_toml, int steps) {
+  const std::vector<std::string> set = {"--set", "train.steps=" + std::to_string(steps)};
+  std::vector<std::string> one = {"train", dir / one_host_toml};
+  one.insert(one.end(), set.begin(), set.end());
+  REQUIRE(runDtrain(one).exit_code == 0);
+  std::vector<std::string> args = {"train", dir / "job.toml"};
+  args.insert(args.end(), set.begin(), set.end());
+  const pid_t host_b = cluster.start(1, args, dir / "b.log");
+  const pid_t host_a = cluster.start(0, args, dir / "a.log");
+  TwoHostRun out;
+  out.code_a = cluster.wait(host_a, 90);
+  out.code_b = cluster.wait(host_b, 10);
+  out.log_a = readFile(dir / "a.log");
+  out.log_b = readFile(dir / "b.log");
+  return out;
 }
 
 // Test loss of a run's newest checkpoint (dtrain eval --json).

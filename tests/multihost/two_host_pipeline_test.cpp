@@ -32,22 +32,12 @@ void checkTwoHostPipeline(int replicas, const std::string& messages) {
                                  (dir / "cluster.token") + "\"\nhosts = [{ address = \"" + a +
                                  "\", slots = " + slots + " }, { address = \"" + b + "\", slots = " + slots +
                                  " }]\njoin_timeout_s = 30\nheartbeat_timeout_s = 3\n")));
-  const std::vector<std::string> steps = {"--set", "train.steps=14"};
-  std::vector<std::string> one = {"train", dir / "one.toml"};
-  one.insert(one.end(), steps.begin(), steps.end());
-  REQUIRE(runDtrain(one).exit_code == 0);
-
-  std::vector<std::string> args = {"train", dir / "job.toml"};
-  args.insert(args.end(), steps.begin(), steps.end());
-  pid_t host_b = cluster.start(1, args, dir / "b.log");
-  pid_t host_a = cluster.start(0, args, dir / "a.log");
-  const int code_a = cluster.wait(host_a, 90);
-  const int code_b = cluster.wait(host_b, 10);
-  const std::string log_a = readFile(dir / "a.log");
-  INFO("host A: " << log_a);
-  INFO("host B: " << readFile(dir / "b.log"));
-  REQUIRE(code_a == 0);
-  REQUIRE(code_b == 0);
+  const TwoHostRun run = trainOneHostThenTwo(cluster, dir, "one.toml", 14);
+  INFO("host A: " << run.log_a);
+  INFO("host B: " << run.log_b);
+  REQUIRE(run.code_a == 0);
+  REQUIRE(run.code_b == 0);
+  const std::string& log_a = run.log_a;
   CHECK(log_a.find("2 stages x " + slots + (replicas == 1 ? " replica" : " replicas")) != std::string::npos);
   CHECK(log_a.find("messages over " + messages) != std::string::npos);
   CHECK(checkpointDifference(dir / "run/checkpoints/latest", dir / "one/checkpoints/latest",
