@@ -15,7 +15,7 @@ void ParamStore::add(const std::string& layer, const ParamSpec& spec) {
   e.shape = spec.shape;
   e.offset = size_;
   e.spec = spec;
-  size_ += (spec.shape.numel() + 15) / 16 * 16;
+  size_ += paddedSize(spec.shape.numel());
   entries_.push_back(std::move(e));
 }
 

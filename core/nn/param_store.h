@@ -37,6 +37,9 @@ class ParamStore {
 
   const std::vector<ParamEntry>& entries() const { return entries_; }
   const ParamEntry* find(const std::string& name) const;
+  // The floats a tensor of `numel` values takes in the flat buffers: each
+  // starts on a 16-float boundary.
+  static int64_t paddedSize(int64_t numel) { return (numel + 15) / 16 * 16; }
   // Number of floats in the flat buffers, padding included.
   int64_t size() const { return size_; }
   // Number of trainable values, padding excluded.

@@ -10,6 +10,7 @@
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
 #include "models/model_builder.h"
+#include "strategies/batch_norm_across_workers.h"
 #include "strategies/pipeline/pipeline_plan.h"
 #include "strategies/pipeline/schedule.h"
 #include "strategies/pipeline/stage_split.h"
@@ -31,7 +32,7 @@ std::vector<std::vector<PlacedTensor>> placeByStage(const ParamStore& from,
   for (const ParamEntry& e : from.entries()) {
     const auto s = static_cast<size_t>(stage_by_layer.at(layerOf(e.name)));
     out[s].push_back(PlacedTensor{e.offset, floats[s], e.shape.numel()});
-    floats[s] += (e.shape.numel() + 15) / 16 * 16;
+    floats[s] += ParamStore::paddedSize(e.shape.numel());
   }
   return out;
 }
@@ -86,8 +87,7 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   all_->allReduceSum(seconds.data(), static_cast<int64_t>(seconds.size()));
   for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i] / worldSize();
   const PipelinePlan plan = planPipeline(cfg_, whole, costs, job.train.batch_size);
-  stage_of_ = plan.stage_of;
-  worker_ = std::make_unique<StageWorker>(whole, specs, stage_of_, plan.schedule, stage(), micro, classes,
+  worker_ = std::make_unique<StageWorker>(whole, specs, plan.stage_of, plan.schedule, stage(), micro, classes,
                                           builtinLayers(), layerDefaultsOf(job.model));
   // Every stage's activation memory, for the start-up line.
   activation_bytes_.assign(static_cast<size_t>(worldSize()), 0.0f);
@@ -108,7 +108,7 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
 
   std::map<std::string, int> stage_by_layer;
   for (size_t i = 0; i < whole.nodes().size(); ++i)
-    stage_by_layer[whole.nodes()[i].layer->name()] = stage_of_[i];
+    stage_by_layer[whole.nodes()[i].layer->name()] = plan.stage_of[i];
   ParamStore& store = parts.replicas->store();
   ParamStore& buffers = parts.replicas->buffers();
   params_of_ = placeByStage(store, stage_by_layer, cfg_.stages);
@@ -213,12 +213,7 @@ void PipelineStrategy::update(const StepInput& in) {
 void PipelineStrategy::agreeOnBuffers(ParamStore& /*buffers: the whole copy, which gather() fills*/) {
   if (!worker_) return;
   // Running statistics: each replica's, averaged (as mirrored does).
-  Tensor& own_buffers = worker_->buffers().params();
-  if (replicas_of_stage_ && own_buffers.numel() > 0) {
-    replicas_of_stage_->allReduceSum(own_buffers.data(), own_buffers.numel());
-    const float inv = 1.0f / static_cast<float>(cfg_.replicas);
-    for (int64_t i = 0; i < own_buffers.numel(); ++i) own_buffers.data()[i] *= inv;
-  }
+  if (replicas_of_stage_) averageBuffers(*replicas_of_stage_, worker_->buffers(), /*synchronised=*/false);
   gather();
 }
 

@@ -79,7 +79,6 @@ class PipelineStrategy : public Strategy {
   std::chrono::milliseconds timeout_;
   std::unique_ptr<StageLink> link_;
   TrainingParts parts_;
-  std::vector<int> stage_of_;  // per layer of the whole model
   std::unique_ptr<StageWorker> worker_;
   std::unique_ptr<Optimizer> optimizer_;  // the stage's parameters only
   // Per stage: its parameters and buffers (own: offsets in that stage's stores).

@@ -49,15 +49,11 @@ class StageWorker {
               const Schedule& schedule, int stage, int64_t max_micro_batch, int64_t classes,
               const LayerRegistry& registry, const LayerDefaults& defaults);
 
-  int stage() const { return stage_; }
-  const StagePart& part() const { return part_; }
   ParamStore& params() { return store_; }
   ParamStore& buffers() { return buffers_; }
   Tensor& grads() { return grads_; }
   // How errors name each stage ("stage 1 (rank 3)"); by default "stage k".
   void nameStages(std::vector<std::string> names) { stage_names_ = std::move(names); }
-  // The micro-batches' activations a step holds at most (the schedule's peak).
-  int modelCopies() const { return static_cast<int>(models_.size()); }
   // What the stage holds for them: every copy's activations and gradients.
   int64_t activationBytes() const;
   // Seconds the last step spent computing (forward, backward, the loss), not
