@@ -182,6 +182,11 @@ struct StrategySection {
   int micro_batches = 4;
   std::string schedule = "1f1b";  // "1f1b" | "gpipe"
   int replicas = 1;
+  // The automatic split's memory limit per stage, in MB: its parameters,
+  // their gradients and optimizer state, and the activations of the
+  // micro-batches it holds at once. 0: no limit (the split balances time,
+  // and among splits within 2% of the fastest takes the least memory).
+  double stage_memory_mb = 0;
 };
 
 // The training processes a one-host job of this strategy starts: `workers`,

@@ -100,6 +100,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(strategy, micro_batches),
       DTRAIN_JOB_FIELD(strategy, schedule),
       DTRAIN_JOB_FIELD(strategy, replicas),
+      DTRAIN_JOB_FIELD(strategy, stage_memory_mb),
 
       DTRAIN_JOB_FIELD(cluster, from),
       DTRAIN_JOB_FIELD(cluster, coordinator),

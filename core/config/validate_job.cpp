@@ -265,6 +265,12 @@ void checkPipeline(const Checker& c, const StrategySection& s, const ClusterSect
   c.intRange("strategy.micro_batches", s.micro_batches, 1, 4096);
   c.intRange("strategy.replicas", s.replicas, 1, 64);
   c.oneOf("strategy.schedule", s.schedule, {"1f1b", "gpipe"});
+  c.finite("strategy.stage_memory_mb", s.stage_memory_mb);
+  c.nonNegative("strategy.stage_memory_mb", s.stage_memory_mb);
+  if (s.stage_memory_mb > 0 && !s.stage_layers.empty())
+    c.fail("strategy.stage_memory_mb",
+           "limits the automatic split, but [[strategy.stages]] name the layers; "
+           "remove one or the other");
   if (!s.stage_layers.empty() && static_cast<int>(s.stage_layers.size()) != s.stages)
     c.fail("strategy.stages", "is " + std::to_string(s.stages) + " but " +
                                   std::to_string(s.stage_layers.size()) +

@@ -30,6 +30,12 @@ std::string megabytes(int64_t bytes) {
   return text;
 }
 
+// The floats of optimizer state per parameter.
+int optimizerStateFloats(const OptimizerSection& o) {
+  if (o.type == "adam" || o.type == "adamw") return 2;
+  return o.momentum > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure) {
@@ -40,6 +46,7 @@ std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, b
   for (LayerCost& c : costs) {
     c.seconds *= static_cast<double>(rows) / kPredictedFlopsPerSecond;
     c.out_floats *= rows;
+    c.held_floats *= rows;
   }
   if (!measure || !job.strategy.stage_layers.empty()) return costs;
   const std::vector<double> seconds = measureLayerSeconds(specs, whole.inputShape(), builtinLayers(),
@@ -53,14 +60,21 @@ int64_t microBatchRows(const StrategySection& s, int64_t batch_size) {
   return (slice + s.micro_batches - 1) / s.micro_batches;
 }
 
-PipelinePlan planPipeline(const StrategySection& s, const Model& whole, const std::vector<LayerCost>& costs,
-                          int64_t batch_size) {
+PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::vector<LayerCost>& costs) {
+  const StrategySection& s = job.strategy;
   PipelinePlan plan;
-  plan.micro_batch_rows = microBatchRows(s, batch_size);
-  const StagePlan split = s.stage_layers.empty() ? balancedStages(costs, s.stages, kSecondsPerCrossingFloat)
-                                                 : stagesByName(costs, s.stage_layers);
-  plan.stage_of = split.stage_of;
+  plan.micro_batch_rows = microBatchRows(s, job.train.batch_size);
   plan.schedule = compileSchedule(ScheduleConfig{s.stages, s.micro_batches, s.schedule, s.replicas});
+  // What each stage holds, for the split's memory: the schedule fixes how
+  // many micro-batches' activations (1f1b: more on the early stages).
+  StageMemory memory;
+  memory.in_flight = checkSchedule(plan.schedule).peak_in_flight;
+  memory.bytes_per_param = static_cast<double>(sizeof(float)) * (2 + optimizerStateFloats(job.optimizer));
+  memory.limit_bytes = static_cast<int64_t>(s.stage_memory_mb * 1e6);
+  const StagePlan split = s.stage_layers.empty()
+                              ? balancedStages(costs, s.stages, kSecondsPerCrossingFloat, memory)
+                              : stagesByName(costs, s.stage_layers, memory);
+  plan.stage_of = split.stage_of;
   plan.stages.assign(static_cast<size_t>(s.stages), StageRow{});
   std::vector<int64_t> activation_floats(static_cast<size_t>(s.stages), 0);
   for (size_t i = 0; i < whole.nodes().size(); ++i) {
@@ -69,11 +83,9 @@ PipelinePlan planPipeline(const StrategySection& s, const Model& whole, const st
     if (row.first.empty()) row.first = node.layer->name();
     row.last = node.layer->name();
     ++row.layers;
-    for (const ParamSpec& p : node.layer->paramSpecs()) row.parameters += p.shape.numel();
+    row.parameters += costs[i].param_floats;
     row.seconds += costs[i].seconds;
-    // Its output and the gradient of it, unless it shares another layer's memory.
-    if (whole.aliasOf(i) < 0)
-      activation_floats[static_cast<size_t>(plan.stage_of[i])] += 2 * node.out_shape.numel();
+    activation_floats[static_cast<size_t>(plan.stage_of[i])] += costs[i].held_floats;
   }
   // Every stage's time, forward a third and backward two thirds of it.
   std::vector<double> forward, backward;
@@ -86,8 +98,8 @@ PipelinePlan planPipeline(const StrategySection& s, const Model& whole, const st
   for (size_t k = 0; k < plan.stages.size(); ++k) {
     StageRow& row = plan.stages[k];
     row.peak_in_flight = report.peak_in_flight[k];
-    row.activation_bytes = activation_floats[k] * plan.micro_batch_rows * row.peak_in_flight *
-                           static_cast<int64_t>(sizeof(float));
+    row.activation_bytes = activation_floats[k] * row.peak_in_flight * static_cast<int64_t>(sizeof(float));
+    row.memory_bytes = split.memory_bytes[k];
     if (k + 1 < plan.stages.size()) {
       int last = -1;
       for (size_t i = 0; i < plan.stage_of.size(); ++i)
@@ -101,22 +113,23 @@ PipelinePlan planPipeline(const StrategySection& s, const Model& whole, const st
 PipelinePlan planPipelineJob(const JobConfig& job, bool measure) {
   const DatasetInfo data = peekDataset(job.data);
   const auto whole = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
-  return planPipeline(job.strategy, *whole, pipelineCosts(job, *whole, measure), job.train.batch_size);
+  return planPipeline(job, *whole, pipelineCosts(job, *whole, measure));
 }
 
 std::vector<std::string> describePlan(const PipelinePlan& plan, bool seconds_measured) {
   std::vector<std::string> out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-6s %-42s %7s %11s %12s %9s %12s %12s", "stage", "layers", "count",
+  std::snprintf(line, sizeof line, "%-6s %-42s %7s %11s %12s %9s %12s %12s %12s", "stage", "layers", "count",
                 "parameters", seconds_measured ? "ms/micro" : "predicted ms", "in flight", "activations",
-                "sends/micro");
+                "memory", "sends/micro");
   out.push_back(line);
   for (size_t k = 0; k < plan.stages.size(); ++k) {
     const StageRow& r = plan.stages[k];
     const std::string layers = r.first == r.last ? r.first : r.first + " .. " + r.last;
-    std::snprintf(line, sizeof line, "%-6zu %-42s %7d %11lld %12.3f %9d %12s %12lld", k, layers.c_str(),
+    std::snprintf(line, sizeof line, "%-6zu %-42s %7d %11lld %12.3f %9d %12s %12s %12lld", k, layers.c_str(),
                   r.layers, static_cast<long long>(r.parameters), r.seconds * 1e3, r.peak_in_flight,
-                  megabytes(r.activation_bytes).c_str(), static_cast<long long>(r.sends_floats));
+                  megabytes(r.activation_bytes).c_str(), megabytes(r.memory_bytes).c_str(),
+                  static_cast<long long>(r.sends_floats));
     out.push_back(line);
   }
   const ScheduleConfig& c = plan.schedule.config;

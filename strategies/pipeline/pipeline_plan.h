@@ -22,6 +22,7 @@ struct StageRow {
   double seconds = 0;            // forward + backward of one micro-batch
   int peak_in_flight = 0;        // micro-batches whose activations it holds at once
   int64_t activation_bytes = 0;  // at that peak
+  int64_t memory_bytes = 0;      // those, and its parameters' values, gradients and optimizer state
   int64_t sends_floats = 0;      // per micro-batch across the cut after it
 };
 
@@ -37,10 +38,9 @@ struct PipelinePlan {
 // `micro_batches` (the largest, when they differ).
 int64_t microBatchRows(const StrategySection& s, int64_t batch_size);
 
-// `costs`: per layer of `whole` (layerCosts, with measured seconds or
+// `costs`: per layer of `whole` (pipelineCosts, with measured seconds or
 // predicted ones). Throws ConfigError naming the layer or the key.
-PipelinePlan planPipeline(const StrategySection& s, const Model& whole, const std::vector<LayerCost>& costs,
-                          int64_t batch_size);
+PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::vector<LayerCost>& costs);
 
 // Each layer's cost for the split: timed on a micro-batch on this thread
 // (layer_times.h) when `measure` and the stages are not named, else its

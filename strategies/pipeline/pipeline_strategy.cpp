@@ -86,7 +86,7 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   for (const LayerCost& c : costs) seconds.push_back(c.seconds);
   all_->allReduceSum(seconds.data(), static_cast<int64_t>(seconds.size()));
   for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i] / worldSize();
-  const PipelinePlan plan = planPipeline(cfg_, whole, costs, job.train.batch_size);
+  const PipelinePlan plan = planPipeline(job, whole, costs);
   worker_ = std::make_unique<StageWorker>(whole, specs, plan.stage_of, plan.schedule, stage(), micro, classes,
                                           builtinLayers(), layerDefaultsOf(job.model));
   // Every stage's activation memory, for the start-up line.

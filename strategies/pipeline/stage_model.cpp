@@ -90,6 +90,10 @@ std::vector<LayerCost> layerCosts(const Model& whole, const std::vector<LayerSpe
     for (const std::string& in : inputs.at(c.name)) c.inputs.push_back(in == "input" ? -1 : index.at(in));
     c.seconds = 3.0 * static_cast<double>(node.layer->forwardFlops());
     c.out_floats = node.out_shape.numel();
+    // Its output and the gradient of it, unless it shares another layer's memory.
+    c.held_floats =
+        whole.aliasOf(static_cast<size_t>(&node - whole.nodes().data())) < 0 ? 2 * c.out_floats : 0;
+    for (const ParamSpec& p : node.layer->paramSpecs()) c.param_floats += p.shape.numel();
     out.push_back(std::move(c));
   }
   return out;

@@ -1,6 +1,7 @@
 #include "strategies/pipeline/stage_split.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 
@@ -48,11 +49,76 @@ std::vector<int64_t> cutsOf(const std::vector<LayerCost>& layers, const std::vec
   return cuts;
 }
 
-StagePlan planOf(const std::vector<LayerCost>& layers, std::vector<int> stage_of, int stages) {
+// What stage k holds: `held` floats per micro-batch in flight, and the
+// states of `params` parameters.
+double stageBytes(int64_t held, int64_t params, int k, const StageMemory& memory) {
+  const int in_flight =
+      static_cast<size_t>(k) < memory.in_flight.size() ? memory.in_flight[static_cast<size_t>(k)] : 1;
+  return static_cast<double>(held) * static_cast<double>(sizeof(float)) * in_flight +
+         static_cast<double>(params) * memory.bytes_per_param;
+}
+
+std::string megabytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
+  return text;
+}
+
+constexpr double kNone = std::numeric_limits<double>::infinity();
+
+struct Split {
+  double worst = kNone;  // the largest stage cost
+  std::vector<int> stage_of;
+};
+
+// The split of layers [0, n) into `stages` contiguous runs, the first cut at
+// or after `first_cut`, whose largest cost(i, j, k) (stage k of layers
+// [i, j)) is least; worst is kNone when every split costs kNone somewhere.
+template <typename Cost>
+Split minMaxSplit(int n, int stages, int first_cut, Cost&& cost) {
+  // best[k][j]: the largest stage cost of the best split of layers [0, j) into k + 1 stages.
+  std::vector<std::vector<double>> best(static_cast<size_t>(stages),
+                                        std::vector<double>(static_cast<size_t>(n) + 1, kNone));
+  std::vector<std::vector<int>> from(static_cast<size_t>(stages),
+                                     std::vector<int>(static_cast<size_t>(n) + 1, -1));
+  for (int j = 1; j <= n; ++j) best[0][static_cast<size_t>(j)] = cost(0, j, 0);
+  for (int k = 1; k < stages; ++k)
+    for (int j = k + 1; j <= n; ++j)
+      for (int i = std::max(k, first_cut); i < j; ++i) {
+        const double worst =
+            std::max(best[static_cast<size_t>(k) - 1][static_cast<size_t>(i)], cost(i, j, k));
+        if (worst < best[static_cast<size_t>(k)][static_cast<size_t>(j)]) {
+          best[static_cast<size_t>(k)][static_cast<size_t>(j)] = worst;
+          from[static_cast<size_t>(k)][static_cast<size_t>(j)] = i;
+        }
+      }
+  Split out;
+  out.worst = best[static_cast<size_t>(stages) - 1][static_cast<size_t>(n)];
+  if (out.worst == kNone) return out;
+  out.stage_of.assign(static_cast<size_t>(n), 0);
+  int j = n;
+  for (int k = stages - 1; k >= 0; --k) {
+    const int i = k == 0 ? 0 : from[static_cast<size_t>(k)][static_cast<size_t>(j)];
+    for (int l = i; l < j; ++l) out.stage_of[static_cast<size_t>(l)] = k;
+    j = i;
+  }
+  return out;
+}
+
+StagePlan planOf(const std::vector<LayerCost>& layers, std::vector<int> stage_of, int stages,
+                 const StageMemory& memory) {
   StagePlan plan;
   plan.compute_seconds.assign(static_cast<size_t>(stages), 0.0);
-  for (size_t i = 0; i < layers.size(); ++i)
-    plan.compute_seconds[static_cast<size_t>(stage_of[i])] += layers[i].seconds;
+  std::vector<int64_t> held(static_cast<size_t>(stages), 0), params(static_cast<size_t>(stages), 0);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const auto k = static_cast<size_t>(stage_of[i]);
+    plan.compute_seconds[k] += layers[i].seconds;
+    held[k] += layers[i].held_floats;
+    params[k] += layers[i].param_floats;
+  }
+  for (int k = 0; k < stages; ++k)
+    plan.memory_bytes.push_back(static_cast<int64_t>(
+        stageBytes(held[static_cast<size_t>(k)], params[static_cast<size_t>(k)], k, memory)));
   plan.cut_floats = cutsOf(layers, stage_of, stages);
   plan.stage_of = std::move(stage_of);
   return plan;
@@ -69,7 +135,7 @@ int64_t crossingFloats(const std::vector<LayerCost>& layers, int after) {
 }
 
 StagePlan stagesByName(const std::vector<LayerCost>& layers,
-                       const std::vector<std::vector<std::string>>& stages) {
+                       const std::vector<std::vector<std::string>>& stages, const StageMemory& memory) {
   checkInputs(layers);
   std::map<std::string, int> position;
   for (size_t i = 0; i < layers.size(); ++i) position[layers[i].name] = static_cast<int>(i);
@@ -104,10 +170,11 @@ StagePlan stagesByName(const std::vector<LayerCost>& layers,
                           std::to_string(stage_of[static_cast<size_t>(in)]) + "; the stages run in order");
     }
   }
-  return planOf(layers, std::move(stage_of), static_cast<int>(stages.size()));
+  return planOf(layers, std::move(stage_of), static_cast<int>(stages.size()), memory);
 }
 
-StagePlan balancedStages(const std::vector<LayerCost>& layers, int stages, double seconds_per_float) {
+StagePlan balancedStages(const std::vector<LayerCost>& layers, int stages, double seconds_per_float,
+                         const StageMemory& memory) {
   checkInputs(layers);
   const int n = static_cast<int>(layers.size());
   if (stages < 1 || stages > n)
@@ -118,48 +185,60 @@ StagePlan balancedStages(const std::vector<LayerCost>& layers, int stages, doubl
   for (int i = 0; i < n; ++i)
     for (int in : layers[static_cast<size_t>(i)].inputs)
       if (in < 0) first_cut = std::max(first_cut, i + 1);
-  std::vector<double> prefix(static_cast<size_t>(n) + 1, 0.0);
-  for (int i = 0; i < n; ++i)
-    prefix[static_cast<size_t>(i) + 1] =
-        prefix[static_cast<size_t>(i)] + layers[static_cast<size_t>(i)].seconds;
+  std::vector<double> seconds(static_cast<size_t>(n) + 1, 0.0);
+  std::vector<int64_t> held(static_cast<size_t>(n) + 1, 0), params(static_cast<size_t>(n) + 1, 0);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    seconds[i + 1] = seconds[i] + layers[i].seconds;
+    held[i + 1] = held[i] + layers[i].held_floats;
+    params[i + 1] = params[i] + layers[i].param_floats;
+  }
   std::vector<int64_t> crossing(static_cast<size_t>(n), 0);
   for (int j = 0; j < n; ++j) crossing[static_cast<size_t>(j)] = crossingFloats(layers, j);
-  // The time of a stage of layers [i, j): compute, then its activations out
+  // The time of stage k of layers [i, j): compute, then its activations out
   // and their gradients back across the cut after it.
-  auto cost = [&](int i, int j) {
+  auto time = [&](int i, int j, int /*k*/) {
     const double send =
         j < n ? 2.0 * static_cast<double>(crossing[static_cast<size_t>(j) - 1]) * seconds_per_float : 0.0;
-    return prefix[static_cast<size_t>(j)] - prefix[static_cast<size_t>(i)] + send;
+    return seconds[static_cast<size_t>(j)] - seconds[static_cast<size_t>(i)] + send;
   };
-  constexpr double kNone = std::numeric_limits<double>::infinity();
-  // best[k][j]: the slowest stage of the best split of layers [0, j) into k + 1 stages.
-  std::vector<std::vector<double>> best(static_cast<size_t>(stages),
-                                        std::vector<double>(static_cast<size_t>(n) + 1, kNone));
-  std::vector<std::vector<int>> from(static_cast<size_t>(stages),
-                                     std::vector<int>(static_cast<size_t>(n) + 1, -1));
-  for (int j = 1; j <= n; ++j) best[0][static_cast<size_t>(j)] = cost(0, j);
-  for (int k = 1; k < stages; ++k)
-    for (int j = k + 1; j <= n; ++j)
-      for (int i = std::max(k, first_cut); i < j; ++i) {
-        const double slowest = std::max(best[static_cast<size_t>(k) - 1][static_cast<size_t>(i)], cost(i, j));
-        if (slowest < best[static_cast<size_t>(k)][static_cast<size_t>(j)]) {
-          best[static_cast<size_t>(k)][static_cast<size_t>(j)] = slowest;
-          from[static_cast<size_t>(k)][static_cast<size_t>(j)] = i;
-        }
-      }
-  if (best[static_cast<size_t>(stages) - 1][static_cast<size_t>(n)] == kNone)
-    throw ConfigError("strategy.stages = " + std::to_string(stages) + ": layers up to " +
-                      quoted(layers[static_cast<size_t>(first_cut) - 1].name) +
-                      " read the network's input and must share stage 0, which leaves too few layers for " +
-                      std::to_string(stages) + " stages");
-  std::vector<int> stage_of(static_cast<size_t>(n), 0);
-  int j = n;
-  for (int k = stages - 1; k >= 0; --k) {
-    const int i = k == 0 ? 0 : from[static_cast<size_t>(k)][static_cast<size_t>(j)];
-    for (int l = i; l < j; ++l) stage_of[static_cast<size_t>(l)] = k;
-    j = i;
+  auto bytes = [&](int i, int j, int k) {
+    return stageBytes(held[static_cast<size_t>(j)] - held[static_cast<size_t>(i)],
+                      params[static_cast<size_t>(j)] - params[static_cast<size_t>(i)], k, memory);
+  };
+  auto fits = [&](int i, int j, int k) {
+    return memory.limit_bytes <= 0 || bytes(i, j, k) <= static_cast<double>(memory.limit_bytes);
+  };
+  const Split fastest = minMaxSplit(
+      n, stages, first_cut, [&](int i, int j, int k) { return fits(i, j, k) ? time(i, j, k) : kNone; });
+  if (fastest.worst == kNone) {
+    if (first_cut > n - stages + 1)
+      throw ConfigError("strategy.stages = " + std::to_string(stages) + ": layers up to " +
+                        quoted(layers[static_cast<size_t>(first_cut) - 1].name) +
+                        " read the network's input and must share stage 0, which leaves too few layers for " +
+                        std::to_string(stages) + " stages");
+    const Split least = minMaxSplit(n, stages, first_cut, bytes);
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", static_cast<double>(memory.limit_bytes) / 1e6);
+    throw ConfigError("strategy.stage_memory_mb = " + std::string(limit) + ": no split into " +
+                      std::to_string(stages) + " stages fits; the least any needs is " +
+                      megabytes(least.worst) +
+                      " for its largest stage; raise the limit, use more stages or micro-batches, or a "
+                      "smaller batch");
   }
-  return planOf(layers, std::move(stage_of), stages);
+  // As fast, within the slack, and needing less memory: that one.
+  const double slow_enough = fastest.worst * (1 + kTimeSlack);
+  const Split leanest = minMaxSplit(n, stages, first_cut, [&](int i, int j, int k) {
+    return fits(i, j, k) && time(i, j, k) <= slow_enough ? bytes(i, j, k) : kNone;
+  });
+  StagePlan plan = planOf(layers, fastest.stage_of, stages, memory);
+  const auto peak = [](const StagePlan& p) {
+    return *std::max_element(p.memory_bytes.begin(), p.memory_bytes.end());
+  };
+  if (leanest.worst != kNone) {
+    StagePlan lean = planOf(layers, leanest.stage_of, stages, memory);
+    if (peak(lean) < peak(plan)) return lean;
+  }
+  return plan;
 }
 
 }  // namespace dtrain::pipeline

@@ -10,7 +10,12 @@
 //   balancedStages automatic: contiguous runs of the topological order that
 //                  minimise the slowest stage's time, its compute plus what
 //                  it sends across its cut (each micro-batch's activations
-//                  forward and their gradients back).
+//                  forward and their gradients back), among the splits whose
+//                  every stage fits a memory limit; then, among the splits
+//                  within kTimeSlack of that time, the one whose largest
+//                  stage memory is least (a stage's memory: its parameters'
+//                  states, and its activations times the micro-batches the
+//                  schedule has it hold at once, which 1f1b makes uneven).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,22 +29,41 @@ struct LayerCost {
   std::vector<int> inputs;  // indices of earlier layers; -1 is the network's input
   double seconds = 0;       // forward + backward of one micro-batch (measured, or predicted)
   int64_t out_floats = 0;   // its output per micro-batch: what crossing a cut moves
+  int64_t held_floats = 0;  // what it holds per micro-batch until its backward: output and gradient
+  int64_t param_floats = 0;
 };
+
+// What a stage's memory is made of: per stage, the micro-batches whose
+// activations it holds at once (the schedule's peak); per parameter, the
+// bytes of its value, gradient and optimizer state; and the limit per stage
+// (0: none).
+struct StageMemory {
+  std::vector<int> in_flight;
+  double bytes_per_param = 0;
+  int64_t limit_bytes = 0;
+};
+
+// Splits whose slowest stage is within this share of the fastest split's
+// count as equally fast (measured layer times move more than that).
+constexpr double kTimeSlack = 0.02;
 
 struct StagePlan {
   std::vector<int> stage_of;            // per layer
   std::vector<double> compute_seconds;  // per stage
   std::vector<int64_t> cut_floats;      // per cut (stages - 1): what crosses it each way per micro-batch
+  std::vector<int64_t> memory_bytes;    // per stage, as StageMemory counts it
 };
 
 // Throws ConfigError naming the layer.
 StagePlan stagesByName(const std::vector<LayerCost>& layers,
-                       const std::vector<std::vector<std::string>>& stages);
+                       const std::vector<std::vector<std::string>>& stages, const StageMemory& memory = {});
 
 // `seconds_per_float`: what moving one float across a cut costs (both ways
 // together are charged to the stage before the cut). Throws ConfigError when
-// there are more stages than layers.
-StagePlan balancedStages(const std::vector<LayerCost>& layers, int stages, double seconds_per_float);
+// there are more stages than layers, or no split fits the memory limit
+// (naming the least any split needs).
+StagePlan balancedStages(const std::vector<LayerCost>& layers, int stages, double seconds_per_float,
+                         const StageMemory& memory = {});
 
 // The floats crossing the cut after layer position `after` (0-based: between
 // layers after and after + 1) when cut there: every output of a layer at or

@@ -56,6 +56,7 @@ TEST_CASE("the resolved job writes [strategy] and [cluster] with the token hidde
       "micro_batches = 4\n"
       "schedule = \"1f1b\"\n"
       "replicas = 1\n"
+      "stage_memory_mb = 0.0\n"
       "\n"
       "[cluster]\n"
       "from = \"\"\n"

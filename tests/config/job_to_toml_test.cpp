@@ -232,7 +232,8 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "stages = 2\n"
       "micro_batches = 4\n"
       "schedule = \"1f1b\"\n"
-      "replicas = 1\n";
+      "replicas = 1\n"
+      "stage_memory_mb = 0.0\n";
   CHECK(jobToToml(job) == expected);
 }
 

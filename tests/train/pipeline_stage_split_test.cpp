@@ -147,3 +147,57 @@ TEST_CASE("pipeline split: the automatic split's slowest stage is the best of ev
     CHECK(slowest(layers, plan.stage_of, spf) == doctest::Approx(brute).epsilon(1e-12));
   }
 }
+
+namespace {
+
+// 1f1b over 2 stages: stage 0 holds 2 micro-batches' activations, stage 1 one.
+StageMemory oneFOneB(int64_t limit_bytes = 0) { return StageMemory{{2, 1}, 12.0, limit_bytes}; }
+
+// A chain of equal times whose layers hold `held` floats each.
+std::vector<LayerCost> holding(const std::vector<int64_t>& held, const std::vector<double>& seconds) {
+  std::vector<LayerCost> layers = chain(seconds);
+  for (size_t i = 0; i < layers.size(); ++i) layers[i].held_floats = held[i];
+  return layers;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline split: a stage's memory counts its activations times the micro-batches it holds") {
+  std::vector<LayerCost> layers = holding({100, 100, 100, 100}, {1, 1, 1, 1});
+  layers[0].param_floats = 10;
+  const StagePlan p = balancedStages(layers, 2, 0.0, oneFOneB());
+  REQUIRE(p.stage_of == std::vector<int>{0, 0, 1, 1});
+  // Stage 0: 200 floats x 4 bytes x 2 in flight + 10 parameters x 12 bytes; stage 1: 200 x 4 x 1.
+  CHECK(p.memory_bytes == std::vector<int64_t>{1720, 800});
+}
+
+TEST_CASE("pipeline split: among splits as fast within the slack, the one needing least memory") {
+  // Cutting after l1 is fastest (1.01 | 1.01), after l0 within 2% of it (1 | 1.02). With 1f1b
+  // stage 0 holds two micro-batches: after l1 it needs 2 x 1100 x 4 = 8800 bytes, after l0 the
+  // largest stage needs 4800 (stage 1, 1200 x 4).
+  const std::vector<LayerCost> layers = holding({100, 1000, 100, 100}, {1, 0.01, 1, 0.01});
+  CHECK(balancedStages(layers, 2, 0.0, oneFOneB()).stage_of == std::vector<int>{0, 1, 1, 1});
+  // Holding one micro-batch each, the fastest split also needs least (4400 against 4800).
+  CHECK(balancedStages(layers, 2, 0.0, StageMemory{{1, 1}, 12.0, 0}).stage_of ==
+        std::vector<int>{0, 0, 1, 1});
+  // Times further apart than the slack (1.1 | 1.1 against 1 | 1.2): time wins whatever the memory.
+  const std::vector<LayerCost> apart = holding({100, 1000, 100, 100}, {1, 0.1, 1, 0.1});
+  CHECK(balancedStages(apart, 2, 0.0, oneFOneB()).stage_of == std::vector<int>{0, 0, 1, 1});
+}
+
+TEST_CASE("pipeline split: a memory limit moves the cut, and one no split fits is refused naming the least") {
+  // Balanced time cuts after l1, but stage 0 then holds 2 x 2,000,000 floats x 4 bytes = 16 MB.
+  const std::vector<LayerCost> layers = holding({1000000, 1000000, 100000, 100000}, {1, 1, 1, 1});
+  CHECK(balancedStages(layers, 2, 0.0, oneFOneB()).stage_of == std::vector<int>{0, 0, 1, 1});
+  const StagePlan limited = balancedStages(layers, 2, 0.0, oneFOneB(10000000));
+  CHECK(limited.stage_of == std::vector<int>{0, 1, 1, 1});
+  CHECK(limited.memory_bytes == std::vector<int64_t>{8000000, 4800000});
+  try {
+    balancedStages(layers, 2, 0.0, oneFOneB(4000000));
+    FAIL("a split was accepted that needs more than the limit");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) ==
+          "strategy.stage_memory_mb = 4: no split into 2 stages fits; the least any needs is 8.0 MB for its "
+          "largest stage; raise the limit, use more stages or micro-batches, or a smaller batch");
+  }
+}

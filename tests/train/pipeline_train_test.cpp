@@ -145,6 +145,9 @@ TEST_CASE("pipeline: configuration errors are one line naming the key or the lay
        "'nope'"},
       {"type = \"pipeline\"\n[[strategy.stages]]\nlayer = [\"stem\"]\n", "unknown key 'layer'"},
       {"type = \"mirrored\"\n[[strategy.stages]]\nlayers = [\"stem\"]\n", "use type = \"pipeline\""},
+      {"type = \"pipeline\"\nstage_memory_mb = -1\n", "[strategy] stage_memory_mb must be >= 0"},
+      {"type = \"pipeline\"\nstage_memory_mb = 0.001\n",
+       "strategy.stage_memory_mb = 0.001: no split into 2 stages fits; the least any needs is"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.strategy);
