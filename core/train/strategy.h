@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/config/job_config.h"
+#include "core/nn/gpu_layer_options.h"
 #include "core/train/replica_set.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
@@ -63,6 +64,7 @@ struct TrainingParts {
   Device device;
   ReplicaSet* replicas = nullptr;
   Optimizer* optimizer = nullptr;
+  GpuLayerOptions gpu_layers;                   // how the replica set's GPU layers were made (a GPU run)
   StepProfile* profile = nullptr;               // dtrain bench step; null in training
   std::function<void(const std::string&)> say;  // one line for the log (warnings)
   int64_t updates_done = 0;                     // steps the run has taken (a resume's checkpoint step)

@@ -128,15 +128,16 @@ struct Trainer::Impl {
     parts.device = device;
     parts.replicas = replicas.get();
     parts.optimizer = optimizer.get();
+    parts.gpu_layers = gpuLayerOptions(job.job, algorithms.get());
     parts.profile = opt.profile;
     parts.say = [this](const std::string& line) { say(line); };
     parts.graph_replays = &graph_replays;
     parts.updates_done = state.step;
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
-    loader = std::make_unique<BatchLoader>(
-        *train_data, *sampler, job.train.batch_size,
-        loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed,
-                         strategy->dataShard(), /*pinned=*/!device.isCpu()));
+    loader =
+        std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size,
+                                      loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed,
+                                                       strategy->dataShard(), /*pinned=*/!device.isCpu()));
     steps_per_epoch = loader->batchesPerEpoch();
     parts.batches_per_epoch = steps_per_epoch;
     parts.slice_loader = [this](Shard shard) {

@@ -20,8 +20,9 @@
 #   parity     configs/fashion_cnn.toml for N epochs (default 1) on cuda and on cpu;
 #              mirrored 2 ranks (gloo) on the one GPU against 1 rank, same global batch;
 #              a parameter server's 2 workers (sync, async) on the one GPU + 1 shard against
-#              1 rank; a 1-rank NCCL run resumed with more steps against one run straight
-#              through                                                                 ~40 s
+#              1 rank; central storage's 2 workers and a 2-stage pipeline on the one GPU
+#              against 1 rank; a 1-rank NCCL run resumed with more steps against one run
+#              straight through                                                        ~60 s
 #   bench      scripts/bench/gpu_vs_pytorch.py: images/s against PyTorch eager for mlp
 #              128/4096, cnn 128/1024, ResNet-20, MobileNetV2 (3 alternated rounds of
 #              S seconds per run, default 2), TFLOP/s and share of the fp32 matmul

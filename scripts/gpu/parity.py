@@ -17,6 +17,10 @@ Items (each PASS or FAIL, with its figures):
                  central storage, 2 workers on the one GPU (gloo), the variables and the
                  update on rank 0, against the 1-rank run: test accuracy within 0.005 and
                  test loss within 1%.
+  pipeline-2-stages
+                 the pipeline strategy, 2 stages (1f1b, 4 micro-batches) on the one GPU, the
+                 stage-to-stage messages staged through host memory, against the 1-rank run:
+                 test accuracy within 0.005 and test loss within 1%.
   nccl-resume    mirrored, 1 rank, backend nccl, constant lr: 200 steps, then
                  `dtrain resume RUN_DIR --set train.steps=400`; against one run of 400
                  steps straight through: the resume reaches step 400 with every step
@@ -182,6 +186,13 @@ def central_storage_two_workers(a):
     return same_as_one_rank(a, "central-storage-2-workers", two, "2 workers", "two_workers")
 
 
+def pipeline_two_stages(a):
+    common = [f"train.epochs={a.epochs}", "job.device=cuda", "job.precision=fp32", "strategy.type=pipeline",
+              "strategy.stages=2", "strategy.micro_batches=4", "strategy.schedule=1f1b"]
+    two = train(a, "cnn_pipeline_2stages", common)
+    return same_as_one_rank(a, "pipeline-2-stages", two, "2 stages", "two_stages")
+
+
 def nccl_resume(a):
     common = ["job.device=cuda", "job.precision=fp32", "strategy.type=mirrored", "strategy.workers=1",
               "strategy.backend=nccl", "schedule.type=constant", "schedule.warmup_steps=0"]
@@ -216,7 +227,8 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build-gpu", "parity"))
     ap.add_argument("--json", default="")
     ap.add_argument("--budget", type=float, default=0, help="seconds for all runs together (default: no limit)")
-    names = ["cuda-vs-cpu", "gloo-2-ranks", "ps-2-workers", "central-storage-2-workers", "nccl-resume"]
+    names = ["cuda-vs-cpu", "gloo-2-ranks", "ps-2-workers", "central-storage-2-workers", "pipeline-2-stages",
+             "nccl-resume"]
     ap.add_argument("--only", nargs="+", choices=names, default=names)
     a = ap.parse_args()
     a.dtrain = os.path.abspath(a.dtrain)
@@ -230,7 +242,8 @@ def main():
     if a.budget > 0:
         DEADLINE[0] = time.monotonic() + a.budget
     checks = {"cuda-vs-cpu": cuda_vs_cpu, "gloo-2-ranks": gloo_two_ranks, "ps-2-workers": ps_two_workers,
-              "central-storage-2-workers": central_storage_two_workers, "nccl-resume": nccl_resume}
+              "central-storage-2-workers": central_storage_two_workers, "pipeline-2-stages": pipeline_two_stages,
+              "nccl-resume": nccl_resume}
     items = [checks[name](a) for name in a.only]
     if a.json:
         with open(a.json + ".tmp", "w") as f:

@@ -1,4 +1,5 @@
-// What each layer of a model costs on this process's CPU thread: its forward
+// What each layer of a model costs on this process's device (its CPU thread,
+// or its GPU, timed by events on the GPU's stream): its forward
 // and backward on a micro-batch of random samples, the median of a few passes
 // after a warm-up, so that the automatic stage split balances measured time
 // rather than counted FLOPs (which miss memory-bound layers: batch norm,
@@ -10,6 +11,7 @@
 #include "core/config/job_config.h"
 #include "core/nn/layer_registry.h"
 #include "core/tensor/shape.h"
+#include "core/tensor/tensor.h"
 
 namespace dtrain::pipeline {
 
@@ -18,6 +20,6 @@ namespace dtrain::pipeline {
 // work the other does) cost 0.
 std::vector<double> measureLayerSeconds(const std::vector<LayerSpec>& specs, const Shape& input,
                                         const LayerRegistry& registry, const LayerDefaults& defaults,
-                                        int64_t rows, int passes);
+                                        int64_t rows, int passes, Device device = Device::cpu());
 
 }  // namespace dtrain::pipeline

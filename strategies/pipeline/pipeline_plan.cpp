@@ -38,7 +38,8 @@ int optimizerStateFloats(const OptimizerSection& o) {
 
 }  // namespace
 
-std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure) {
+std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure,
+                                     const LayerRegistry& registry, Device device) {
   const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, whole.outputShape()[0]);
   const int64_t rows = microBatchRows(job.strategy, job.train.batch_size);
   std::vector<LayerCost> costs = layerCosts(whole, specs);
@@ -49,8 +50,8 @@ std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, b
     c.held_floats *= rows;
   }
   if (!measure || !job.strategy.stage_layers.empty()) return costs;
-  const std::vector<double> seconds = measureLayerSeconds(specs, whole.inputShape(), builtinLayers(),
-                                                          layerDefaultsOf(job.model), rows, kTimedPasses);
+  const std::vector<double> seconds = measureLayerSeconds(
+      specs, whole.inputShape(), registry, layerDefaultsOf(job.model), rows, kTimedPasses, device);
   for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i];
   return costs;
 }
@@ -113,7 +114,7 @@ PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::v
 PipelinePlan planPipelineJob(const JobConfig& job, bool measure) {
   const DatasetInfo data = peekDataset(job.data);
   const auto whole = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
-  return planPipeline(job, *whole, pipelineCosts(job, *whole, measure));
+  return planPipeline(job, *whole, pipelineCosts(job, *whole, measure, builtinLayers(), Device::cpu()));
 }
 
 std::vector<std::string> describePlan(const PipelinePlan& plan, bool seconds_measured) {

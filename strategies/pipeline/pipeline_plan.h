@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config/job_config.h"
+#include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
 #include "strategies/pipeline/schedule.h"
 #include "strategies/pipeline/stage_split.h"
@@ -42,10 +43,11 @@ int64_t microBatchRows(const StrategySection& s, int64_t batch_size);
 // predicted ones). Throws ConfigError naming the layer or the key.
 PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::vector<LayerCost>& costs);
 
-// Each layer's cost for the split: timed on a micro-batch on this thread
-// (layer_times.h) when `measure` and the stages are not named, else its
-// FLOPs (layerCosts).
-std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure);
+// Each layer's cost for the split: timed on a micro-batch on `device`, its
+// layers `registry`'s (layer_times.h), when `measure` and the stages are not
+// named, else its FLOPs (layerCosts).
+std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure,
+                                     const LayerRegistry& registry, Device device);
 
 // The job's plan, its model built on its dataset's shape (read from the
 // files' headers): what `dtrain check` shows, and what `dtrain train`

@@ -6,7 +6,11 @@
 #include <map>
 #include <utility>
 
+#include "core/backend/device_memory.h"
+#include "core/backend/device_ops.h"
+#include "core/comm/device_groups.h"
 #include "core/errors.h"
+#include "core/nn/device_layers.h"
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
 #include "models/model_builder.h"
@@ -69,10 +73,12 @@ void PipelineStrategy::reduceFigures(double* values, int64_t n) { all_->allReduc
 
 void PipelineStrategy::attach(const TrainingParts& parts) {
   parts_ = parts;
-  if (!parts.device.isCpu())
-    throw ConfigError(
-        "[strategy] type = \"pipeline\" runs its stages on CPU processes in this build; set "
-        "[job] device = \"cpu\"");
+  const Device device = parts.device;
+  // A GPU stage's gradients are summed over its replicas through host memory.
+  if (!device.isCpu() && replicas_of_stage_)
+    replicas_of_stage_ = stageThroughHost(replicas_of_stage_, device);
+  const LayerRegistry gpu_layers = device.isCpu() ? LayerRegistry() : layersFor(device, parts.gpu_layers);
+  const LayerRegistry& layers = device.isCpu() ? builtinLayers() : gpu_layers;
   const JobConfig& job = *parts.job;
   const Model& whole = parts.replicas->model();
   const int64_t classes = whole.outputShape()[0];
@@ -81,14 +87,15 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   // Every rank times the layers at once, so each sees the others' load on
   // the machine as the stages will; the split takes the ranks' mean, the
   // same figures everywhere, so all of them cut the model in the same places.
-  std::vector<LayerCost> costs = pipelineCosts(job, whole, /*measure=*/true);
+  std::vector<LayerCost> costs = pipelineCosts(job, whole, /*measure=*/true, layers, device);
   std::vector<double> seconds;
   for (const LayerCost& c : costs) seconds.push_back(c.seconds);
   all_->allReduceSum(seconds.data(), static_cast<int64_t>(seconds.size()));
   for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i] / worldSize();
   const PipelinePlan plan = planPipeline(job, whole, costs);
   worker_ = std::make_unique<StageWorker>(whole, specs, plan.stage_of, plan.schedule, stage(), micro, classes,
-                                          builtinLayers(), layerDefaultsOf(job.model));
+                                          layers, layerDefaultsOf(job.model), device,
+                                          static_cast<float>(job.train.label_smoothing));
   // Every stage's activation memory, for the start-up line.
   activation_bytes_.assign(static_cast<size_t>(worldSize()), 0.0f);
   const float mine_mb = static_cast<float>(worker_->activationBytes()) / 1e6f;
@@ -137,7 +144,9 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   auto whole_state = parts.optimizer->stateBuffers();
   auto own_state = optimizer_->stateBuffers();
   auto copyIn = [](const Tensor& from, Tensor& to, const std::vector<PlacedTensor>& where) {
-    for (const PlacedTensor& p : where) std::copy_n(from.data() + p.whole, p.numel, to.data() + p.own);
+    for (const PlacedTensor& p : where)
+      copyDeviceMemory(to.data() + p.own, to.device(), from.data() + p.whole, from.device(),
+                       static_cast<size_t>(p.numel) * sizeof(float));
   };
   const std::vector<PlacedTensor>& mine = params_of_[static_cast<size_t>(stage())];
   copyIn(store.params(), worker_->params().params(), mine);
@@ -201,10 +210,17 @@ void PipelineStrategy::update(const StepInput& in) {
   if (clip_norm > 0) {
     // The norm of the whole model's summed gradient: every stage's part, once
     // (each stage's replicas hold the same sum).
-    double squares = sumOfSquares(grads.data(), 0, n);
+    const Device device = grads.device();
+    double squares =
+        device.isCpu() ? sumOfSquares(grads.data(), 0, n) : device_ops::sumOfSquares(device, grads.data(), n);
     all_->allReduceSum(&squares, 1);
     const float factor = clipScale(squares / cfg_.replicas, clip_norm);
-    if (factor != 1.0f) scale(grads.data(), 0, n, factor);
+    if (factor != 1.0f) {
+      if (device.isCpu())
+        scale(grads.data(), 0, n, factor);
+      else
+        device_ops::scale(device, grads.data(), n, factor);
+    }
   }
   optimizer_->update(worker_->params().params().data(), grads.data(), 0, n, StepInfo{in.lr, in.update});
   grads.zero();
@@ -239,11 +255,14 @@ void PipelineStrategy::gather() {
       for (const PlacedTensor& p : *where) total += p.numel;
     std::vector<float> packed(static_cast<size_t>(total));
     const bool root = rank() == s;
+    // Through host memory, tensor by tensor (a GPU's too): once per
+    // evaluation or checkpoint.
     if (root) {
       int64_t at = 0;
       for (size_t j = 0; j < parts.size(); ++j)
         for (const PlacedTensor& p : *parts[j].second) {
-          std::copy_n(own[j]->data() + p.own, p.numel, packed.data() + at);
+          copyDeviceMemory(packed.data() + at, Device::cpu(), own[j]->data() + p.own, own[j]->device(),
+                           static_cast<size_t>(p.numel) * sizeof(float));
           at += p.numel;
         }
     }
@@ -251,7 +270,8 @@ void PipelineStrategy::gather() {
     int64_t at = 0;
     for (const auto& [tensor, where] : parts)
       for (const PlacedTensor& p : *where) {
-        std::copy_n(packed.data() + at, p.numel, tensor->data() + p.whole);
+        copyDeviceMemory(tensor->data() + p.whole, tensor->device(), packed.data() + at, Device::cpu(),
+                         static_cast<size_t>(p.numel) * sizeof(float));
         at += p.numel;
       }
   }

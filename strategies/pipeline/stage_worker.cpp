@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/backend/device_memory.h"
 #include "core/backend/ops.h"
 #include "core/errors.h"
 #include "strategies/pipeline/schedule_check.h"
@@ -35,11 +36,13 @@ std::vector<CrossingTensor> crossingTensors(const Model& whole, const std::vecto
 StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs,
                          const std::vector<int>& stage_of, const Schedule& schedule, int stage,
                          int64_t max_micro_batch, int64_t classes, const LayerRegistry& registry,
-                         const LayerDefaults& defaults)
+                         const LayerDefaults& defaults, Device device, float label_smoothing)
     : stage_(stage),
       stages_(schedule.config.stages),
       micro_batches_(schedule.config.micro_batches),
       classes_(classes),
+      device_(device),
+      label_smoothing_(label_smoothing),
       actions_(schedule.stages.at(static_cast<size_t>(stage))),
       part_(stagePart(whole, specs, stage_of, stage)),
       max_rows_(max_micro_batch) {
@@ -53,14 +56,17 @@ StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs
   for (int c = 0; c < copies; ++c)
     models_.push_back(std::make_unique<Model>(part_.specs, part_.cut, registry, defaults));
   models_[0]->registerParams(store_);
-  store_.allocate();
+  store_.allocate(device);
   models_[0]->registerBuffers(buffers_);
-  buffers_.allocate();
+  buffers_.allocate(device);
+  if (!device.isCpu() && stage + 1 == stages_) loss_ = DeviceLoss::make(device, classes);
   grads_ = store_.gradBuffer();
   for (auto& model : models_)
     model->bind(store_, grads_, max_micro_batch, buffers_.size() > 0 ? &buffers_ : nullptr);
   busy_.assign(models_.size(), false);
 }
+
+StageWorker::~StageWorker() = default;
 
 int64_t StageWorker::activationBytes() const {
   int64_t bytes = 0;
@@ -128,7 +134,13 @@ BatchFigures StageWorker::step(const Batch& batch, int64_t step, uint64_t seed, 
   }
   // Every send handed over before the buffers go.
   link.waitSends();
+  if (loss_) {
+    // The step's loss, queued on the GPU micro-batch by micro-batch: one wait.
+    const LossSums sums = loss_->read();
+    figures_ = BatchFigures{sums.loss_sum, sums.correct, sums.samples};
+  }
   outbox_.clear();
+  images_.clear();
   received_.clear();
   gradients_in_.clear();
   dlogits_.clear();
@@ -143,10 +155,9 @@ void StageWorker::forward(int m) {
   const auto copy = static_cast<size_t>(free - busy_.begin());
   model_of_[m] = copy;
   const auto [begin, end] = rows(m);
-  const Tensor images = batch_->images.narrow(begin, end - begin);
   std::vector<const Tensor*> inputs;
   for (const ModelCut::Input& in : part_.cut.inputs)
-    inputs.push_back(in.name == "input" ? &images : &received_.at(m).at(in.name));
+    inputs.push_back(in.name == "input" ? &images(m) : &received_.at(m).at(in.name));
   LayerContext ctx;
   ctx.seed = seed_;
   ctx.sample_offset = batch_->global_offset + begin;  // dropout masks follow the global row
@@ -166,27 +177,31 @@ void StageWorker::forward(int m) {
   }
   // The last stage: the micro-batch's loss, scaled as the whole batch's.
   const Tensor& logits = *out.back();
-  Tensor dlogits = Tensor::empty(logits.shape());
-  int64_t correct = 0;
-  figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), batch_->labels.data() + begin, end - begin,
-                                                classes_, grad_scale_, dlogits.data(), &correct);
-  figures_.correct += correct;
-  figures_.samples += end - begin;
+  Tensor dlogits = Tensor::empty(logits.shape(), device_);
+  const int32_t* labels = batch_->labels.data() + begin;
+  if (loss_) {
+    loss_->queue(logits.data(), labels, end - begin, grad_scale_, dlogits.data(), label_smoothing_);
+  } else {
+    int64_t correct = 0;
+    figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), labels, end - begin, classes_, grad_scale_,
+                                                  dlogits.data(), &correct, label_smoothing_);
+    figures_.correct += correct;
+    figures_.samples += end - begin;
+  }
   dlogits_[m] = dlogits;
 }
 
 void StageWorker::backward(int m) {
   const size_t copy = model_of_.at(m);
   const auto [begin, end] = rows(m);
-  const Tensor images = batch_->images.narrow(begin, end - begin);
   std::vector<const Tensor*> inputs;
   std::vector<Tensor> dinputs;
   std::vector<Tensor*> din_ptrs;
   const std::vector<ModelCut::Input>& cut_inputs = part_.cut.inputs;
   dinputs.reserve(cut_inputs.size());
   for (const ModelCut::Input& in : cut_inputs) {
-    inputs.push_back(in.name == "input" ? &images : &received_.at(m).at(in.name));
-    dinputs.push_back(Tensor::empty(in.shape.withBatch(end - begin)));
+    inputs.push_back(in.name == "input" ? &images(m) : &received_.at(m).at(in.name));
+    dinputs.push_back(Tensor::empty(in.shape.withBatch(end - begin), device_));
     din_ptrs.push_back(in.needs_gradient ? &dinputs.back() : nullptr);
   }
   std::vector<const Tensor*> douts;
@@ -200,7 +215,7 @@ void StageWorker::backward(int m) {
     } else if (later && later->count(out_names_[j])) {
       douts.push_back(&later->at(out_names_[j]));
     } else {
-      zeros.push_back(Tensor::zeros(out[j]->shape()));
+      zeros.push_back(Tensor::zeros(out[j]->shape(), device_));
       douts.push_back(&zeros.back());
     }
   }
@@ -213,7 +228,7 @@ void StageWorker::backward(int m) {
     // from this stage's layers and from the stages it was passed on to.
     Bundle& back = gradients_out_[m];
     for (const CrossingTensor& t : in_cut_) {
-      Tensor g = Tensor::zeros(t.shape.withBatch(end - begin));
+      Tensor g = Tensor::zeros(t.shape.withBatch(end - begin), device_);
       for (size_t j = 0; j < cut_inputs.size(); ++j)
         if (cut_inputs[j].name == t.name && din_ptrs[j]) g.add(dinputs[j]);
       if (later && later->count(t.name)) g.add(later->at(t.name));
@@ -222,9 +237,19 @@ void StageWorker::backward(int m) {
   }
   busy_[copy] = false;
   model_of_.erase(m);
+  images_.erase(m);
   received_.erase(m);
   gradients_in_.erase(m);
   dlogits_.erase(m);
+}
+
+const Tensor& StageWorker::images(int m) {
+  auto it = images_.find(m);
+  if (it == images_.end()) {
+    const auto [begin, end] = rows(m);
+    it = images_.emplace(m, batch_->images.narrow(begin, end - begin).to(device_)).first;
+  }
+  return it->second;
 }
 
 std::string StageWorker::stageName(int stage) const {
@@ -255,10 +280,11 @@ void StageWorker::send(Direction d, int m, int to, const std::vector<CrossingTen
     const std::vector<uint8_t>& head = outbox_.back();
     transfer(header, to,
              [&] { link_->sendAsync(head.data(), static_cast<int64_t>(head.size()), to, tagOf(d)); });
-    // Copied: the tensor's memory is a model's, which the next micro-batch reuses.
+    // Copied (out of the GPU, on one): the tensor's memory is a model's,
+    // which the next micro-batch reuses.
     const size_t bytes = static_cast<size_t>(values.numel()) * sizeof(float);
     outbox_.emplace_back(bytes);
-    std::memcpy(outbox_.back().data(), values.data(), bytes);
+    copyDeviceMemory(outbox_.back().data(), Device::cpu(), values.data(), values.device(), bytes);
     const std::vector<uint8_t>& body = outbox_.back();
     transfer(header, to, [&] { link_->sendAsync(body.data(), static_cast<int64_t>(bytes), to, tagOf(d)); });
   }
@@ -279,7 +305,7 @@ StageWorker::Bundle StageWorker::receive(Direction d, int m, int from,
     transfer(expected, from, [&] {
       link_->recv(values.data(), values.numel() * static_cast<int64_t>(sizeof(float)), from, tagOf(d));
     });
-    out[t.name] = values;
+    out[t.name] = values.to(device_);
   }
   return out;
 }

@@ -11,6 +11,12 @@
 // rows [n*m/M, n*(m+1)/M) of this replica's slice, dropout masks follow each
 // row's place in the global batch, the loss is scaled by the global batch.
 //
+// On a GPU the stage's parameters, activations and gradients live in the
+// GPU's memory and its layers are the registry's GPU layers; each message is
+// copied out of the GPU before it is sent and into it when it arrives
+// (staged through host memory, over the same links as CPU stages), and the
+// last stage's loss is queued on the GPU and read once, at the step's end.
+//
 // Not thread-safe; one step at a time.
 #pragma once
 #include <cstdint>
@@ -20,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend/device_loss.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
 #include "core/nn/param_store.h"
@@ -45,9 +52,12 @@ std::vector<CrossingTensor> crossingTensors(const Model& whole, const std::vecto
 
 class StageWorker {
  public:
+  // `registry`: the layers for `device` (layersFor on a GPU).
   StageWorker(const Model& whole, const std::vector<LayerSpec>& specs, const std::vector<int>& stage_of,
               const Schedule& schedule, int stage, int64_t max_micro_batch, int64_t classes,
-              const LayerRegistry& registry, const LayerDefaults& defaults);
+              const LayerRegistry& registry, const LayerDefaults& defaults, Device device = Device::cpu(),
+              float label_smoothing = 0.0f);
+  ~StageWorker();
 
   ParamStore& params() { return store_; }
   ParamStore& buffers() { return buffers_; }
@@ -78,6 +88,7 @@ class StageWorker {
   void send(Direction d, int m, int to, const std::vector<CrossingTensor>& what, const Bundle& from);
   Bundle receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what);
   std::pair<int64_t, int64_t> rows(int m) const;  // [begin, end) of micro-batch m
+  const Tensor& images(int m);  // micro-batch m's samples on the device, kept until its backward
   std::string stageName(int stage) const;
   int64_t stepBytes(const std::vector<CrossingTensor>& bundle) const;
   // Runs one message's transfer; a failure names the peer stage and what moved.
@@ -86,6 +97,9 @@ class StageWorker {
 
   int stage_, stages_, micro_batches_;
   int64_t classes_;
+  Device device_;
+  float label_smoothing_;
+  std::unique_ptr<DeviceLoss> loss_;  // the last stage's, on a GPU
   std::vector<Action> actions_;
   std::vector<std::string> stage_names_;
   StagePart part_;
@@ -106,6 +120,7 @@ class StageWorker {
   BatchFigures figures_;
   double busy_s_ = 0;
   std::map<int, size_t> model_of_;                      // micro-batch -> model copy
+  std::map<int, Tensor> images_;                        // stage 0's inputs, on the device
   std::map<int, Bundle> received_, sent_on_;            // activations in, and out
   std::map<int, Bundle> gradients_in_, gradients_out_;  // gradients of out_cut_, of in_cut_
   std::map<int, Tensor> dlogits_;
