@@ -187,6 +187,10 @@ struct StrategySection {
   // micro-batches it holds at once. 0: no limit (the split balances time,
   // and among splits within 2% of the fastest takes the least memory).
   double stage_memory_mb = 0;
+  // The automatic split is re-planned once, after this many steps, from the
+  // time each stage measured running beside the others (the layers were
+  // timed alone); the cuts move when the slowest stage gains. 0: never.
+  int rebalance_after_steps = 3;
 };
 
 // The training processes a one-host job of this strategy starts: `workers`,

@@ -105,7 +105,7 @@ def main():
     ap.add_argument("--batch", type=int, nargs="+", default=[128, 512])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=0, help="steps per run (default: 2560 samples' worth, at least 8)")
-    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps (default 3: the pipeline re-plans its split after step 3)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--venv", default=DEFAULT_VENV)
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))

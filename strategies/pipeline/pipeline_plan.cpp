@@ -117,6 +117,17 @@ PipelinePlan planPipelineJob(const JobConfig& job, bool measure) {
   return planPipeline(job, *whole, pipelineCosts(job, *whole, measure, builtinLayers(), Device::cpu()));
 }
 
+std::vector<LayerCost> costsMatching(std::vector<LayerCost> costs, const std::vector<int>& stage_of,
+                                     const std::vector<double>& stage_seconds) {
+  std::vector<double> predicted(stage_seconds.size(), 0.0);
+  for (size_t i = 0; i < costs.size(); ++i) predicted[static_cast<size_t>(stage_of[i])] += costs[i].seconds;
+  for (size_t i = 0; i < costs.size(); ++i) {
+    const auto k = static_cast<size_t>(stage_of[i]);
+    if (predicted[k] > 0) costs[i].seconds *= stage_seconds[k] / predicted[k];
+  }
+  return costs;
+}
+
 std::vector<std::string> describePlan(const PipelinePlan& plan, bool seconds_measured) {
   std::vector<std::string> out;
   char line[512];

@@ -54,6 +54,12 @@ std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, b
 // checks before starting any process.
 PipelinePlan planPipelineJob(const JobConfig& job, bool measure);
 
+// `costs` with each layer's seconds scaled so that every stage of the split
+// `stage_of` sums to what it measured per micro-batch (`stage_seconds`):
+// the layers timed alone miss what running beside the other stages costs.
+std::vector<LayerCost> costsMatching(std::vector<LayerCost> costs, const std::vector<int>& stage_of,
+                                     const std::vector<double>& stage_seconds);
+
 // The stage table, one line per stage, then the schedule's line.
 std::vector<std::string> describePlan(const PipelinePlan& plan, bool seconds_measured);
 

@@ -77,24 +77,35 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   // A GPU stage's gradients are summed over its replicas through host memory.
   if (!device.isCpu() && replicas_of_stage_)
     replicas_of_stage_ = stageThroughHost(replicas_of_stage_, device);
-  const LayerRegistry gpu_layers = device.isCpu() ? LayerRegistry() : layersFor(device, parts.gpu_layers);
-  const LayerRegistry& layers = device.isCpu() ? builtinLayers() : gpu_layers;
+  layers_ = device.isCpu() ? builtinLayers() : layersFor(device, parts.gpu_layers);
   const JobConfig& job = *parts.job;
   const Model& whole = parts.replicas->model();
-  const int64_t classes = whole.outputShape()[0];
-  const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, classes);
-  const int64_t micro = microBatchRows(cfg_, job.train.batch_size);
   // Every rank times the layers at once, so each sees the others' load on
   // the machine as the stages will; the split takes the ranks' mean, the
   // same figures everywhere, so all of them cut the model in the same places.
-  std::vector<LayerCost> costs = pipelineCosts(job, whole, /*measure=*/true, layers, device);
+  costs_ = pipelineCosts(job, whole, /*measure=*/true, layers_, device);
   std::vector<double> seconds;
-  for (const LayerCost& c : costs) seconds.push_back(c.seconds);
+  for (const LayerCost& c : costs_) seconds.push_back(c.seconds);
   all_->allReduceSum(seconds.data(), static_cast<int64_t>(seconds.size()));
-  for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i] / worldSize();
-  const PipelinePlan plan = planPipeline(job, whole, costs);
+  for (size_t i = 0; i < costs_.size(); ++i) costs_[i].seconds = seconds[i] / worldSize();
+  const PipelinePlan plan = planPipeline(job, whole, costs_);
+  if (isChief() && cfg_.stage_layers.empty())
+    for (const std::string& line : describePlan(plan, true)) parts.say(line);
+  buildStages(plan);
+}
+
+void PipelineStrategy::buildStages(const PipelinePlan& plan) {
+  const JobConfig& job = *parts_.job;
+  const Model& whole = parts_.replicas->model();
+  const int64_t classes = whole.outputShape()[0];
+  const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, classes);
+  const int64_t micro = microBatchRows(cfg_, job.train.batch_size);
+  // The old stage's link and rings go before the new ones are made.
+  link_.reset();
+  worker_.reset();
+  stage_of_ = plan.stage_of;
   worker_ = std::make_unique<StageWorker>(whole, specs, plan.stage_of, plan.schedule, stage(), micro, classes,
-                                          layers, layerDefaultsOf(job.model), device,
+                                          layers_, layerDefaultsOf(job.model), parts_.device,
                                           static_cast<float>(job.train.label_smoothing));
   // Every stage's activation memory, for the start-up line.
   activation_bytes_.assign(static_cast<size_t>(worldSize()), 0.0f);
@@ -106,18 +117,17 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
                     ")");
   if (link_group_)
     link_ = groupLink(link_group_);
-  else
-    link_ = sharedMemoryLink(*store_, shm_prefix_, stage(), cfg_.stages, worker_->stepBytesFromBefore(),
-                             worker_->stepBytesFromAfter(), names, timeout_);
+  else  // each build's rings under names of their own
+    link_ = sharedMemoryLink(*store_, shm_prefix_ + "/" + std::to_string(builds_), stage(), cfg_.stages,
+                             worker_->stepBytesFromBefore(), worker_->stepBytesFromAfter(), names, timeout_);
+  ++builds_;
   worker_->nameStages(std::move(names));
-  if (isChief() && cfg_.stage_layers.empty())
-    for (const std::string& line : describePlan(plan, true)) parts.say(line);
 
   std::map<std::string, int> stage_by_layer;
   for (size_t i = 0; i < whole.nodes().size(); ++i)
     stage_by_layer[whole.nodes()[i].layer->name()] = plan.stage_of[i];
-  ParamStore& store = parts.replicas->store();
-  ParamStore& buffers = parts.replicas->buffers();
+  ParamStore& store = parts_.replicas->store();
+  ParamStore& buffers = parts_.replicas->buffers();
   params_of_ = placeByStage(store, stage_by_layer, cfg_.stages);
   buffers_of_ = placeByStage(buffers, stage_by_layer, cfg_.stages);
   // This stage's own stores must be laid out as computed for every stage.
@@ -138,10 +148,11 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   check(store, worker_->params(), params_of_[static_cast<size_t>(stage())]);
   check(buffers, worker_->buffers(), buffers_of_[static_cast<size_t>(stage())]);
 
-  // The stage starts from the whole copies every rank holds (the chief's).
+  // The stage starts from the whole copies every rank holds (the chief's, or
+  // those every stage gathered into them).
   optimizer_ = makeOptimizer(job.optimizer);
-  optimizer_->init(worker_->params().size(), parts.device);
-  auto whole_state = parts.optimizer->stateBuffers();
+  optimizer_->init(worker_->params().size(), parts_.device);
+  auto whole_state = parts_.optimizer->stateBuffers();
   auto own_state = optimizer_->stateBuffers();
   auto copyIn = [](const Tensor& from, Tensor& to, const std::vector<PlacedTensor>& where) {
     for (const PlacedTensor& p : where)
@@ -158,6 +169,48 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   for (size_t k = 0; k < plan.stages.size(); ++k)
     layout_ += (k ? "; " : "") + std::string("stage ") + std::to_string(k) + ": " + plan.stages[k].first +
                (plan.stages[k].last == plan.stages[k].first ? "" : ".." + plan.stages[k].last);
+  busy_seconds_.assign(static_cast<size_t>(cfg_.stages), 0.0);
+  steps_timed_ = 0;
+}
+
+void PipelineStrategy::rebalance(int64_t step) {
+  const JobConfig& job = *parts_.job;
+  const Model& whole = parts_.replicas->model();
+  std::vector<double> per_micro;
+  for (double busy : busy_seconds_)
+    per_micro.push_back(busy / static_cast<double>(steps_timed_ * cfg_.replicas * cfg_.micro_batches));
+  const std::vector<LayerCost> measured = costsMatching(costs_, stage_of_, per_micro);
+  const PipelinePlan next = planPipeline(job, whole, measured);
+  double now = 0, then = 0;
+  for (size_t k = 0; k < per_micro.size(); ++k) {
+    now = std::max(now, per_micro[k]);
+    then = std::max(then, next.stages[k].seconds);
+  }
+  std::string times;
+  for (size_t k = 0; k < per_micro.size(); ++k) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%s%.3g", k ? " / " : "", per_micro[k] * 1e3);
+    times += ms;
+  }
+  const std::string measured_line = "pipeline: after step " + std::to_string(step) + " the stages computed " +
+                                    times + " ms per micro-batch";
+  // Moving costs a gather and a rebuild: only for a slowest stage 1% faster.
+  if (next.stage_of == stage_of_ || then > kRebalanceGain * now) {
+    if (isChief()) parts_.say(measured_line + "; the cuts stay");
+    rebalanced_ = true;
+    return;
+  }
+  // Every stage's values into the whole copies, then the new stages from them.
+  agreeOnBuffers(parts_.replicas->buffers());
+  costs_ = measured;
+  buildStages(next);
+  rebalanced_ = true;
+  if (isChief()) {
+    char predicted[32];
+    std::snprintf(predicted, sizeof predicted, "%.3g", then * 1e3);
+    parts_.say(measured_line + "; moved the cuts (" + layout_ + "), the slowest stage predicted at " +
+               predicted + " ms");
+  }
 }
 
 std::string PipelineStrategy::describeRun() const {
@@ -200,6 +253,18 @@ StepFigures PipelineStrategy::step(const StepInput& in) {
   }
   StepFigures out{f};
   if (span > 0) out.extra.emplace_back("pipeline_bubble", 1.0 - busy / (worldSize() * span));
+  // The automatic split, corrected once by what the stages measured running
+  // together (steps after the first, whose allocations it would count).
+  const int after = cfg_.rebalance_after_steps;
+  if (after > 0 && !rebalanced_ && cfg_.stage_layers.empty()) {
+    ++steps_run_;
+    if (steps_run_ > 1 || after == 1) {
+      for (size_t r = 0; r < all.size(); r += 2)
+        busy_seconds_[(r / 2) % static_cast<size_t>(cfg_.stages)] += all[r];
+      ++steps_timed_;
+    }
+    if (steps_run_ >= after) rebalance(in.update);
+  }
   return out;
 }
 

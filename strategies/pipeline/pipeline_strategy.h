@@ -28,6 +28,7 @@
 #include "core/comm/store.h"
 #include "core/optim/optimizer.h"
 #include "core/train/strategy.h"
+#include "strategies/pipeline/pipeline_plan.h"
 #include "strategies/pipeline/stage_worker.h"
 
 namespace dtrain::pipeline {
@@ -71,6 +72,16 @@ class PipelineStrategy : public Strategy {
   void update(const StepInput& in);
   // Each stage's values, from its first replica, into every rank's whole copies.
   void gather();
+  // This rank's stage of `plan`: its worker, link, optimizer and values,
+  // taken from the whole copies.
+  void buildStages(const PipelinePlan& plan);
+  // Re-plans the automatic split with the layers' costs scaled to what each
+  // stage measured, and moves the cuts when the slowest stage gains.
+  void rebalance(int64_t step);
+
+  // A new split is taken when its slowest stage is predicted below this
+  // share of the slowest now.
+  static constexpr double kRebalanceGain = 0.99;
 
   StrategySection cfg_;
   std::shared_ptr<ProcessGroup> all_, link_group_, replicas_of_stage_;
@@ -79,6 +90,14 @@ class PipelineStrategy : public Strategy {
   std::chrono::milliseconds timeout_;
   std::unique_ptr<StageLink> link_;
   TrainingParts parts_;
+  LayerRegistry layers_;          // the layers for the job's device
+  std::vector<LayerCost> costs_;  // per layer of the whole model, for the split
+  std::vector<int> stage_of_;     // per layer: the split running now
+  int builds_ = 0;                // stages built so far (names each build's rings)
+  int steps_run_ = 0;             // since attach, until the rebalance
+  int64_t steps_timed_ = 0;
+  std::vector<double> busy_seconds_;  // per stage, summed over its replicas and the steps timed
+  bool rebalanced_ = false;
   std::unique_ptr<StageWorker> worker_;
   std::unique_ptr<Optimizer> optimizer_;  // the stage's parameters only
   // Per stage: its parameters and buffers (own: offsets in that stage's stores).

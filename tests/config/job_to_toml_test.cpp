@@ -233,7 +233,8 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "micro_batches = 4\n"
       "schedule = \"1f1b\"\n"
       "replicas = 1\n"
-      "stage_memory_mb = 0.0\n";
+      "stage_memory_mb = 0.0\n"
+      "rebalance_after_steps = 3\n";
   CHECK(jobToToml(job) == expected);
 }
 
