@@ -26,5 +26,10 @@ struct EvalResult {
 EvalResult evaluateDataset(ReplicaSet& replicas, const Dataset& data, int64_t batch_size,
                            const DataSection& data_config, Shard shard,
                            const std::function<void(double*, int64_t)>& reduce);
+// The same with each batch's figures from `evaluate_batch` (a strategy that
+// evaluates across its ranks); `pinned`: batches in pinned host memory.
+EvalResult evaluateDataset(const std::function<BatchFigures(const Batch&)>& evaluate_batch, bool pinned,
+                           const Dataset& data, int64_t batch_size, const DataSection& data_config,
+                           Shard shard, const std::function<void(double*, int64_t)>& reduce);
 
 }  // namespace dtrain

@@ -48,7 +48,9 @@ StepReport StepProfile::finish() {
   const std::vector<double> totals = clock_->read();  // waits for the device: the last step's end
   const double wall = now() - started_;
   const double per = 1.0 / static_cast<double>(counted_);
-  auto total = [&](int slot) { return static_cast<size_t>(slot) < totals.size() ? totals[static_cast<size_t>(slot)] : 0.0; };
+  auto total = [&](int slot) {
+    return static_cast<size_t>(slot) < totals.size() ? totals[static_cast<size_t>(slot)] : 0.0;
+  };
   r.step_s = wall * per;
   r.images_per_s = wall > 0 ? static_cast<double>(samples_) / wall : 0;
   for (int i = 0; i < nodes_; ++i) {

@@ -111,6 +111,15 @@ class Strategy {
   // Whether every rank evaluates a share of the test set (figures reduced
   // through the collectives); false: the chief evaluates alone.
   virtual bool evaluatesTogether() const { return lockstep(); }
+  // Whether the strategy evaluates each batch itself, across its ranks
+  // (every rank calls evaluateBatch with its dataShard() of the batch, the
+  // figures summed with reduceFigures); false: the replica set does.
+  virtual bool evaluatesBatches() const { return false; }
+  // Whether the trainer's replica set and optimizer (the whole model, which
+  // checkpoints read and write) live in host memory rather than on the
+  // compute device: the strategy computes on parts of the model of its own.
+  virtual bool keepsWholeModelOnHost() const { return false; }
+  virtual BatchFigures evaluateBatch(const Batch& /*batch*/) { return BatchFigures{}; }
   // Before untrained state (batch norm's running statistics, per worker
   // unless synchronised) is evaluated or saved: every rank gets the values
   // the checkpoint should hold. Collective.

@@ -103,10 +103,13 @@ struct Trainer::Impl {
     if (!device.isCpu())
       algorithms = std::make_unique<AlgorithmCache>(
           opt.profile ? "" : (std::filesystem::path(job.job.run_dir) / kAlgorithmCacheFileName).string());
-    // A GPU runs one replica; the CPU one per compute thread.
+    // A GPU runs one replica; the CPU one per compute thread. A strategy
+    // whose ranks each compute a part of the model keeps the whole of it in
+    // host memory, for checkpoints, off the GPU its part needs.
+    const Device whole_device = strategy->keepsWholeModelOnHost() ? Device::cpu() : device;
     replicas = std::make_unique<ReplicaSet>(job.model, train_data->sampleShape(), train_data->classes(),
                                             builtinLayers(), device.isCpu() ? job.job.threads : 1,
-                                            job.train.batch_size, device,
+                                            job.train.batch_size, whole_device,
                                             gpuLayerOptions(job.job, algorithms.get()));
     replicas->setLabelSmoothing(static_cast<float>(job.train.label_smoothing));
     if (opt.profile) {
@@ -114,7 +117,7 @@ struct Trainer::Impl {
       replicas->setProfile(opt.profile);
     }
     optimizer = makeOptimizer(job.optimizer);
-    optimizer->init(replicas->store().size(), device);
+    optimizer->init(replicas->store().size(), whole_device);
     if (resume) {
       restoreCheckpoint(*resume, replicas->store(), replicas->buffers(), optimizer.get());
     } else {
@@ -235,7 +238,13 @@ struct Trainer::Impl {
       last_eval_step = state.step;
       return;
     }
-    if (strategy->evaluatesTogether()) {
+    if (strategy->evaluatesBatches()) {
+      Strategy* ranks = strategy.get();
+      last_eval =
+          evaluateDataset([ranks](const Batch& b) { return ranks->evaluateBatch(b); }, !device.isCpu(),
+                          *test_data, job.train.eval_batch_size, job.data, ranks->dataShard(),
+                          [ranks](double* v, int64_t n) { ranks->reduceFigures(v, n); });
+    } else if (strategy->evaluatesTogether()) {
       Strategy* ranks = strategy.get();
       last_eval = evaluateDataset(*replicas, *test_data, job.train.eval_batch_size, job.data,
                                   Shard{strategy->rank(), strategy->worldSize()},

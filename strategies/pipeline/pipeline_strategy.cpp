@@ -268,6 +268,11 @@ StepFigures PipelineStrategy::step(const StepInput& in) {
   return out;
 }
 
+BatchFigures PipelineStrategy::evaluateBatch(const Batch& batch) {
+  if (!worker_) throw Error("pipeline: evaluation before attach");
+  return worker_->evaluate(batch, ++evaluations_, *link_);
+}
+
 void PipelineStrategy::update(const StepInput& in) {
   Tensor& grads = worker_->grads();
   const int64_t n = grads.numel();

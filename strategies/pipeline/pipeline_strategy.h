@@ -7,11 +7,13 @@
 // 0 of replica 0) is the chief.
 //
 // Every process keeps the whole model's tensors (the trainer's ReplicaSet
-// and optimizer) but trains only its stage's (a StageWorker); before an
-// evaluation or a checkpoint the stages' parameters, running statistics
-// (averaged over the replicas) and optimizer state are gathered into every
-// rank's whole copy, so the chief evaluates the whole model alone and writes
-// the same checkpoint files as every other strategy.
+// and optimizer, in host memory even on a GPU) but trains only its stage's
+// (a StageWorker, on the job's device); before a
+// checkpoint the stages' parameters, running statistics (averaged over the
+// replicas) and optimizer state are gathered into every rank's whole copy,
+// so the chief writes the same checkpoint files as every other strategy.
+// Evaluation runs through the stages as training does, forward only, each
+// replica on its slice of every test batch in pieces of a micro-batch.
 //
 // Groups: `all` (every rank: broadcasts, figures, the clipping norm) and
 // `replicas_of_stage` (this stage in every replica: its gradients'
@@ -60,7 +62,13 @@ class PipelineStrategy : public Strategy {
   void attach(const TrainingParts& parts) override;
   std::string describeRun() const override;
   StepFigures step(const StepInput& in) override;
-  bool evaluatesTogether() const override { return false; }
+  // Evaluation runs through the stages too, each replica on its slice of
+  // every test batch: no rank needs the whole model for it.
+  bool evaluatesTogether() const override { return true; }
+  bool evaluatesBatches() const override { return true; }
+  // On a GPU only the stage's tensors take its memory.
+  bool keepsWholeModelOnHost() const override { return true; }
+  BatchFigures evaluateBatch(const Batch& batch) override;
   // Gathers every stage's parameters, statistics and optimizer state into
   // the whole copies on every rank.
   void agreeOnBuffers(ParamStore& buffers) override;
@@ -98,6 +106,7 @@ class PipelineStrategy : public Strategy {
   int64_t steps_timed_ = 0;
   std::vector<double> busy_seconds_;  // per stage, summed over its replicas and the steps timed
   bool rebalanced_ = false;
+  int64_t evaluations_ = 0;  // evaluation batches so far (their messages' number)
   std::unique_ptr<StageWorker> worker_;
   std::unique_ptr<Optimizer> optimizer_;  // the stage's parameters only
   // Per stage: its parameters and buffers (own: offsets in that stage's stores).

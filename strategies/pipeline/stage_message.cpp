@@ -87,8 +87,9 @@ StageMessage StageMessage::decode(const std::vector<uint8_t>& bytes, const std::
 
 std::string StageMessage::describe() const {
   return "the " + directionName(direction) + " of '" + layer + "' for micro-batch " +
-         std::to_string(micro_batch) + " of step " + std::to_string(step) + ", " + shape.str() + ", stage " +
-         std::to_string(from_stage) + " -> " + std::to_string(to_stage);
+         std::to_string(micro_batch) +
+         (step < 0 ? " of evaluation batch " + std::to_string(-step) : " of step " + std::to_string(step)) +
+         ", " + shape.str() + ", stage " + std::to_string(from_stage) + " -> " + std::to_string(to_stage);
 }
 
 void checkStageMessage(const StageMessage& expected, const StageMessage& got) {

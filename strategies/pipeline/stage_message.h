@@ -20,7 +20,7 @@ enum class Direction : uint8_t { Activation = 1, Gradient = 2 };
 struct StageMessage {
   Direction direction = Direction::Activation;
   int32_t from_stage = 0, to_stage = 0;
-  int64_t step = 0;  // the global batch's update number
+  int64_t step = 0;  // the global batch's update number; -k: evaluation batch k
   int32_t micro_batch = 0;
   std::string layer;  // whose result it is (an activation) or the gradient of (a gradient)
   Shape shape;        // [rows, per-sample dims...]

@@ -84,6 +84,7 @@ int64_t StageWorker::stepBytes(const std::vector<CrossingTensor>& bundle) const 
 
 std::pair<int64_t, int64_t> StageWorker::rows(int m) const {
   const int64_t n = batch_->size;
+  if (evaluating_) return {std::min(n, m * max_rows_), std::min(n, (m + 1) * max_rows_)};
   return {n * m / micro_batches_, n * (m + 1) / micro_batches_};
 }
 
@@ -166,13 +167,7 @@ void StageWorker::forward(int m) {
   model.forward(inputs, ctx);
   const std::vector<const Tensor*> out = model.outputs();
   if (stage_ + 1 < stages_) {
-    // On to the next stage: this stage's results, and what passes through.
-    Bundle& next = sent_on_[m];
-    for (const CrossingTensor& t : out_cut_) {
-      const auto mine = std::find(out_names_.begin(), out_names_.end(), t.name);
-      next[t.name] = mine != out_names_.end() ? *out[static_cast<size_t>(mine - out_names_.begin())]
-                                              : received_.at(m).at(t.name);
-    }
+    sent_on_[m] = onward(m, out);
     return;
   }
   // The last stage: the micro-batch's loss, scaled as the whole batch's.
@@ -189,6 +184,64 @@ void StageWorker::forward(int m) {
     figures_.samples += end - begin;
   }
   dlogits_[m] = dlogits;
+}
+
+StageWorker::Bundle StageWorker::onward(int m, const std::vector<const Tensor*>& out) const {
+  Bundle next;
+  for (const CrossingTensor& t : out_cut_) {
+    const auto mine = std::find(out_names_.begin(), out_names_.end(), t.name);
+    next[t.name] = mine != out_names_.end() ? *out[static_cast<size_t>(mine - out_names_.begin())]
+                                            : received_.at(m).at(t.name);
+  }
+  return next;
+}
+
+BatchFigures StageWorker::evaluate(const Batch& batch, int64_t evaluation, StageLink& link) {
+  batch_ = &batch;
+  step_ = -evaluation;
+  link_ = &link;
+  figures_ = BatchFigures{};
+  evaluating_ = true;
+  Model& model = *models_.front();  // one piece at a time: its results are sent before the next
+  const int64_t pieces = (batch.size + max_rows_ - 1) / max_rows_;
+  for (int m = 0; m < static_cast<int>(pieces); ++m) {
+    const auto [begin, end] = rows(m);
+    if (stage_ > 0) received_[m] = receive(Direction::Activation, m, stage_ - 1, in_cut_);
+    std::vector<const Tensor*> inputs;
+    for (const ModelCut::Input& in : part_.cut.inputs)
+      inputs.push_back(in.name == "input" ? &images(m) : &received_.at(m).at(in.name));
+    LayerContext ctx;
+    ctx.training = false;
+    ctx.updates_buffers = false;
+    ctx.sample_offset = batch.global_offset + begin;
+    model.forward(inputs, ctx);
+    const std::vector<const Tensor*> out = model.outputs();
+    if (stage_ + 1 < stages_) {
+      send(Direction::Activation, m, stage_ + 1, out_cut_, onward(m, out));
+      link.waitSends();
+      outbox_.clear();
+    } else {
+      const float* logits = out.back()->data();
+      const int32_t* labels = batch.labels.data() + begin;
+      if (loss_) {
+        loss_->queue(logits, labels, end - begin, 0.0f, nullptr, 0.0f);
+      } else {
+        int64_t correct = 0;
+        figures_.loss_sum +=
+            ops::softmaxCrossEntropy(logits, labels, end - begin, classes_, 0.0f, nullptr, &correct, 0.0f);
+        figures_.correct += correct;
+        figures_.samples += end - begin;
+      }
+    }
+    images_.erase(m);
+    received_.erase(m);
+  }
+  evaluating_ = false;
+  if (loss_) {
+    const LossSums sums = loss_->read();
+    figures_ = BatchFigures{sums.loss_sum, sums.correct, sums.samples};
+  }
+  return figures_;
 }
 
 void StageWorker::backward(int m) {

@@ -76,6 +76,12 @@ class StageWorker {
   // Returns the loss figures (the last stage's; zero elsewhere).
   BatchFigures step(const Batch& batch, int64_t step, uint64_t seed, float grad_scale, StageLink& link,
                     const std::function<void(Op)>& collective);
+  // Inference on `batch` (this replica's slice of an evaluation batch) in
+  // pieces of the micro-batch size, each forward through the stages in
+  // turn; `evaluation` (1, 2, ...) numbers the evaluation batches, which the
+  // messages' headers tell from training steps. Returns the loss figures
+  // (the last stage's; zero elsewhere).
+  BatchFigures evaluate(const Batch& batch, int64_t evaluation, StageLink& link);
   // The bytes a step receives at most from stage - 1 (activations) and from
   // stage + 1 (gradients), headers included.
   int64_t stepBytesFromBefore() const { return stepBytes(in_cut_); }
@@ -84,6 +90,9 @@ class StageWorker {
  private:
   using Bundle = std::map<std::string, Tensor>;
   void forward(int m);
+  // What goes on to the next stage after micro-batch m's forward: the
+  // stage's results of `out` (its model's outputs), and what passes through.
+  Bundle onward(int m, const std::vector<const Tensor*>& out) const;
   void backward(int m);
   void send(Direction d, int m, int to, const std::vector<CrossingTensor>& what, const Bundle& from);
   Bundle receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what);
@@ -117,6 +126,7 @@ class StageWorker {
   float grad_scale_ = 1;
   StageLink* link_ = nullptr;
   int64_t max_rows_ = 0;
+  bool evaluating_ = false;  // rows() cuts the batch in pieces of max_rows_
   BatchFigures figures_;
   double busy_s_ = 0;
   std::map<int, size_t> model_of_;                      // micro-batch -> model copy

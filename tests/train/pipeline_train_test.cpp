@@ -6,8 +6,10 @@
 // within 1e-5 (with momentum SGD: Adam's division by the gradients' running
 // size turns float-order differences in gradients near zero into whole
 // steps, so it would measure Adam, not the pipeline); stages named by layer
-// work as the automatic split does; the job's configuration errors are one
-// line naming the key or the layer, before any process starts.
+// work as the automatic split does; the final evaluation, run through the
+// stages, scores what `dtrain eval` of the checkpoint does; the job's
+// configuration errors are one line naming the key or the layer, before any
+// process starts.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -53,6 +55,13 @@ TEST_CASE(
         CAPTURE(file);
         CHECK(checkpointDifference(run + "/checkpoints/latest", one + "/checkpoints/latest", file) <= 1e-5);
       }
+      // The final evaluation, run through the stages, scores what the whole
+      // model does on the checkpoint the run wrote (`dtrain eval`).
+      const LoggedEval piped = lastLoggedEval(run);
+      const EvalFigures whole = evalFigures(run);
+      CHECK(piped.samples == 40);
+      CHECK(piped.accuracy == whole.accuracy);
+      CHECK(piped.loss == doctest::Approx(whole.loss).epsilon(1e-5));
     }
   }
 }

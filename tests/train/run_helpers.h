@@ -98,6 +98,26 @@ inline EvalFigures evalFigures(const std::string& run_dir) {
   return {std::atof(r.output.c_str() + loss + 7), std::atof(r.output.c_str() + accuracy + 11)};
 }
 
+// The last evaluation a run logged in its metrics.jsonl (loss, accuracy, and
+// samples as the accuracy's denominator); samples 0 when it logged none.
+struct LoggedEval {
+  double loss = 0, accuracy = 0;
+  int64_t samples = 0;
+};
+
+inline LoggedEval lastLoggedEval(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  LoggedEval out;
+  auto number = [](const std::string& line, const std::string& key) {
+    const size_t at = line.find("\"" + key + "\":");
+    return at == std::string::npos ? 0.0 : std::atof(line.c_str() + at + key.size() + 3);
+  };
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"split\":\"test\"") != std::string::npos)
+      out = {number(line, "loss"), number(line, "accuracy"), static_cast<int64_t>(number(line, "samples"))};
+  return out;
+}
+
 // Waits for `pid`; returns its exit code (128 + signal when killed).
 inline int waitExit(pid_t pid) {
   int status = 0;

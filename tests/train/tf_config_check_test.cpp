@@ -36,7 +36,8 @@ TEST_CASE("check prints the roles it derived from TF_CONFIG") {
                       "#   evaluator 0  e0:2222  evaluator\n"
                       "# TF_CONFIG as a dtrain job: strategy parameter_server "
                       "in place of the job's multi_worker_mirrored, coordinator c0:2222, hosts "
-                      "\"c0:1,w0:1,w1:1,p0:1\", 1 parameter-server shard, an evaluator\n") != std::string::npos);
+                      "\"c0:1,w0:1,w1:1,p0:1\", 1 parameter-server shard, an evaluator\n") !=
+        std::string::npos);
 
   // Without a chief, worker 0 coordinates; the job's strategy is the one implied.
   r = runDtrain(
