@@ -115,11 +115,11 @@ class Strategy {
   // (every rank calls evaluateBatch with its dataShard() of the batch, the
   // figures summed with reduceFigures); false: the replica set does.
   virtual bool evaluatesBatches() const { return false; }
+  virtual BatchFigures evaluateBatch(const Batch& /*batch*/) { return BatchFigures{}; }
   // Whether the trainer's replica set and optimizer (the whole model, which
   // checkpoints read and write) live in host memory rather than on the
   // compute device: the strategy computes on parts of the model of its own.
   virtual bool keepsWholeModelOnHost() const { return false; }
-  virtual BatchFigures evaluateBatch(const Batch& /*batch*/) { return BatchFigures{}; }
   // Before untrained state (batch norm's running statistics, per worker
   // unless synchronised) is evaluated or saved: every rank gets the values
   // the checkpoint should hold. Collective.
