@@ -49,11 +49,13 @@ int runCheck(const CheckArgs& args) {
       std::printf("%s\n", line.c_str());
   }
   if (job.strategy.type == "pipeline") {
-    const bool timed = job.strategy.stage_layers.empty();
+    const bool named = !job.strategy.stage_layers.empty();
+    const bool timed = !named && job.strategy.split_by == "time";
     std::printf("# pipeline stages (%s)\n",
-                timed ? "split by the layers' times on a micro-batch, measured now on one "
-                        "thread; a run measures again"
-                      : "as [[strategy.stages]] names them; times predicted from FLOPs");
+                timed   ? "split by the layers' times on a micro-batch, measured now on one "
+                          "thread; a run measures again"
+                : named ? "as [[strategy.stages]] names them; times predicted from FLOPs"
+                        : "split by the layers' FLOPs; times predicted from them");
     for (const std::string& line : pipeline::describePlan(*plan, timed)) std::printf("%s\n", line.c_str());
   }
   return kExitOk;

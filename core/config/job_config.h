@@ -187,6 +187,10 @@ struct StrategySection {
   // micro-batches it holds at once. 0: no limit (the split balances time,
   // and among splits within 2% of the fastest takes the least memory).
   double stage_memory_mb = 0;
+  // What the automatic split balances: "time" (each layer's forward and
+  // backward timed on a micro-batch when the run starts) | "flops" (counted:
+  // no timing pass, the same split on every run).
+  std::string split_by = "time";
   // The automatic split is re-planned once, after this many steps, from the
   // time each stage measured running beside the others (the layers were
   // timed alone); the cuts move when the slowest stage gains. 0: never.

@@ -101,6 +101,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(strategy, schedule),
       DTRAIN_JOB_FIELD(strategy, replicas),
       DTRAIN_JOB_FIELD(strategy, stage_memory_mb),
+      DTRAIN_JOB_FIELD(strategy, split_by),
       DTRAIN_JOB_FIELD(strategy, rebalance_after_steps),
 
       DTRAIN_JOB_FIELD(cluster, from),

@@ -268,6 +268,7 @@ void checkPipeline(const Checker& c, const StrategySection& s, const ClusterSect
   c.finite("strategy.stage_memory_mb", s.stage_memory_mb);
   c.nonNegative("strategy.stage_memory_mb", s.stage_memory_mb);
   c.intRange("strategy.rebalance_after_steps", s.rebalance_after_steps, 0, 1000000);
+  c.oneOf("strategy.split_by", s.split_by, {"time", "flops"});
   if (s.stage_memory_mb > 0 && !s.stage_layers.empty())
     c.fail("strategy.stage_memory_mb",
            "limits the automatic split, but [[strategy.stages]] name the layers; "

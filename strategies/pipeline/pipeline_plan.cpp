@@ -49,7 +49,7 @@ std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, b
     c.out_floats *= rows;
     c.held_floats *= rows;
   }
-  if (!measure || !job.strategy.stage_layers.empty()) return costs;
+  if (!measure || !job.strategy.stage_layers.empty() || job.strategy.split_by != "time") return costs;
   const std::vector<double> seconds = measureLayerSeconds(
       specs, whole.inputShape(), registry, layerDefaultsOf(job.model), rows, kTimedPasses, device);
   for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i];

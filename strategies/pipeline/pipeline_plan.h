@@ -44,8 +44,8 @@ int64_t microBatchRows(const StrategySection& s, int64_t batch_size);
 PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::vector<LayerCost>& costs);
 
 // Each layer's cost for the split: timed on a micro-batch on `device`, its
-// layers `registry`'s (layer_times.h), when `measure` and the stages are not
-// named, else its FLOPs (layerCosts).
+// layers `registry`'s (layer_times.h), when `measure`, the stages are not
+// named and the split is by time, else its FLOPs (layerCosts).
 std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure,
                                      const LayerRegistry& registry, Device device);
 

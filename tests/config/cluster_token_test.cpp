@@ -57,6 +57,7 @@ TEST_CASE("the resolved job writes [strategy] and [cluster] with the token hidde
       "schedule = \"1f1b\"\n"
       "replicas = 1\n"
       "stage_memory_mb = 0.0\n"
+      "split_by = \"time\"\n"
       "rebalance_after_steps = 3\n"
       "\n"
       "[cluster]\n"

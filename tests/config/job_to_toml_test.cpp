@@ -234,6 +234,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "schedule = \"1f1b\"\n"
       "replicas = 1\n"
       "stage_memory_mb = 0.0\n"
+      "split_by = \"time\"\n"
       "rebalance_after_steps = 3\n";
   CHECK(jobToToml(job) == expected);
 }
