@@ -107,10 +107,10 @@ struct Trainer::Impl {
     // whose ranks each compute a part of the model keeps the whole of it in
     // host memory, for checkpoints, off the GPU its part needs.
     const Device whole_device = strategy->keepsWholeModelOnHost() ? Device::cpu() : device;
+    const GpuLayerOptions gpu_layers = gpuLayerOptions(job.job, algorithms.get());
     replicas = std::make_unique<ReplicaSet>(job.model, train_data->sampleShape(), train_data->classes(),
                                             builtinLayers(), device.isCpu() ? job.job.threads : 1,
-                                            job.train.batch_size, whole_device,
-                                            gpuLayerOptions(job.job, algorithms.get()));
+                                            job.train.batch_size, whole_device, gpu_layers);
     replicas->setLabelSmoothing(static_cast<float>(job.train.label_smoothing));
     if (opt.profile) {
       opt.profile->attach(replicas->model(), device, describeDevice(device));
@@ -131,7 +131,7 @@ struct Trainer::Impl {
     parts.device = device;
     parts.replicas = replicas.get();
     parts.optimizer = optimizer.get();
-    parts.gpu_layers = gpuLayerOptions(job.job, algorithms.get());
+    parts.gpu_layers = gpu_layers;
     parts.profile = opt.profile;
     parts.say = [this](const std::string& line) { say(line); };
     parts.graph_replays = &graph_replays;

@@ -77,7 +77,6 @@ PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::v
                               : stagesByName(costs, s.stage_layers, memory);
   plan.stage_of = split.stage_of;
   plan.stages.assign(static_cast<size_t>(s.stages), StageRow{});
-  std::vector<int64_t> activation_floats(static_cast<size_t>(s.stages), 0);
   for (size_t i = 0; i < whole.nodes().size(); ++i) {
     StageRow& row = plan.stages[static_cast<size_t>(plan.stage_of[i])];
     const Model::Node& node = whole.nodes()[i];
@@ -86,7 +85,6 @@ PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::v
     ++row.layers;
     row.parameters += costs[i].param_floats;
     row.seconds += costs[i].seconds;
-    activation_floats[static_cast<size_t>(plan.stage_of[i])] += costs[i].held_floats;
   }
   // Every stage's time, forward a third and backward two thirds of it.
   std::vector<double> forward, backward;
@@ -99,7 +97,7 @@ PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::v
   for (size_t k = 0; k < plan.stages.size(); ++k) {
     StageRow& row = plan.stages[k];
     row.peak_in_flight = report.peak_in_flight[k];
-    row.activation_bytes = activation_floats[k] * row.peak_in_flight * static_cast<int64_t>(sizeof(float));
+    row.activation_bytes = split.held_floats[k] * row.peak_in_flight * static_cast<int64_t>(sizeof(float));
     row.memory_bytes = split.memory_bytes[k];
     if (k + 1 < plan.stages.size()) {
       int last = -1;

@@ -25,6 +25,11 @@ namespace {
 
 std::string layerOf(const std::string& tensor) { return tensor.substr(0, tensor.rfind('.')); }
 
+// n floats between any two of host and device memory.
+void copyFloats(float* to, Device to_device, const float* from, Device from_device, int64_t n) {
+  copyDeviceMemory(to, to_device, from, from_device, static_cast<size_t>(n) * sizeof(float));
+}
+
 // Where each stage's tensors of `from` sit in the whole layout and in the
 // stage's own, laid out as ParamStore::add lays out the stage model's (the
 // same tensors in the same order, each on a 16-float boundary).
@@ -156,8 +161,7 @@ void PipelineStrategy::buildStages(const PipelinePlan& plan) {
   auto own_state = optimizer_->stateBuffers();
   auto copyIn = [](const Tensor& from, Tensor& to, const std::vector<PlacedTensor>& where) {
     for (const PlacedTensor& p : where)
-      copyDeviceMemory(to.data() + p.own, to.device(), from.data() + p.whole, from.device(),
-                       static_cast<size_t>(p.numel) * sizeof(float));
+      copyFloats(to.data() + p.own, to.device(), from.data() + p.whole, from.device(), p.numel);
   };
   const std::vector<PlacedTensor>& mine = params_of_[static_cast<size_t>(stage())];
   copyIn(store.params(), worker_->params().params(), mine);
@@ -174,6 +178,7 @@ void PipelineStrategy::buildStages(const PipelinePlan& plan) {
 }
 
 void PipelineStrategy::rebalance(int64_t step) {
+  rebalanced_ = true;  // once, whatever it decides
   const JobConfig& job = *parts_.job;
   const Model& whole = parts_.replicas->model();
   std::vector<double> per_micro;
@@ -197,14 +202,12 @@ void PipelineStrategy::rebalance(int64_t step) {
   // Moving costs a gather and a rebuild: only for a slowest stage 1% faster.
   if (next.stage_of == stage_of_ || then > kRebalanceGain * now) {
     if (isChief()) parts_.say(measured_line + "; the cuts stay");
-    rebalanced_ = true;
     return;
   }
   // Every stage's values into the whole copies, then the new stages from them.
   agreeOnBuffers(parts_.replicas->buffers());
   costs_ = measured;
   buildStages(next);
-  rebalanced_ = true;
   if (isChief()) {
     char predicted[32];
     std::snprintf(predicted, sizeof predicted, "%.3g", then * 1e3);
@@ -331,8 +334,7 @@ void PipelineStrategy::gather() {
       int64_t at = 0;
       for (size_t j = 0; j < parts.size(); ++j)
         for (const PlacedTensor& p : *parts[j].second) {
-          copyDeviceMemory(packed.data() + at, Device::cpu(), own[j]->data() + p.own, own[j]->device(),
-                           static_cast<size_t>(p.numel) * sizeof(float));
+          copyFloats(packed.data() + at, Device::cpu(), own[j]->data() + p.own, own[j]->device(), p.numel);
           at += p.numel;
         }
     }
@@ -340,8 +342,7 @@ void PipelineStrategy::gather() {
     int64_t at = 0;
     for (const auto& [tensor, where] : parts)
       for (const PlacedTensor& p : *where) {
-        copyDeviceMemory(tensor->data() + p.whole, tensor->device(), packed.data() + at, Device::cpu(),
-                         static_cast<size_t>(p.numel) * sizeof(float));
+        copyFloats(tensor->data() + p.whole, tensor->device(), packed.data() + at, Device::cpu(), p.numel);
         at += p.numel;
       }
   }

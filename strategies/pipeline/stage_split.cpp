@@ -109,16 +109,17 @@ StagePlan planOf(const std::vector<LayerCost>& layers, std::vector<int> stage_of
                  const StageMemory& memory) {
   StagePlan plan;
   plan.compute_seconds.assign(static_cast<size_t>(stages), 0.0);
-  std::vector<int64_t> held(static_cast<size_t>(stages), 0), params(static_cast<size_t>(stages), 0);
+  plan.held_floats.assign(static_cast<size_t>(stages), 0);
+  std::vector<int64_t> params(static_cast<size_t>(stages), 0);
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto k = static_cast<size_t>(stage_of[i]);
     plan.compute_seconds[k] += layers[i].seconds;
-    held[k] += layers[i].held_floats;
+    plan.held_floats[k] += layers[i].held_floats;
     params[k] += layers[i].param_floats;
   }
   for (int k = 0; k < stages; ++k)
     plan.memory_bytes.push_back(static_cast<int64_t>(
-        stageBytes(held[static_cast<size_t>(k)], params[static_cast<size_t>(k)], k, memory)));
+        stageBytes(plan.held_floats[static_cast<size_t>(k)], params[static_cast<size_t>(k)], k, memory)));
   plan.cut_floats = cutsOf(layers, stage_of, stages);
   plan.stage_of = std::move(stage_of);
   return plan;

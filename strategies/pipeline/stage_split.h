@@ -51,6 +51,7 @@ struct StagePlan {
   std::vector<int> stage_of;            // per layer
   std::vector<double> compute_seconds;  // per stage
   std::vector<int64_t> cut_floats;      // per cut (stages - 1): what crosses it each way per micro-batch
+  std::vector<int64_t> held_floats;     // per stage: what it holds per micro-batch in flight
   std::vector<int64_t> memory_bytes;    // per stage, as StageMemory counts it
 };
 

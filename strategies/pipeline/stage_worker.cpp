@@ -156,9 +156,7 @@ void StageWorker::forward(int m) {
   const auto copy = static_cast<size_t>(free - busy_.begin());
   model_of_[m] = copy;
   const auto [begin, end] = rows(m);
-  std::vector<const Tensor*> inputs;
-  for (const ModelCut::Input& in : part_.cut.inputs)
-    inputs.push_back(in.name == "input" ? &images(m) : &received_.at(m).at(in.name));
+  const std::vector<const Tensor*> inputs = inputsOf(m);
   LayerContext ctx;
   ctx.seed = seed_;
   ctx.sample_offset = batch_->global_offset + begin;  // dropout masks follow the global row
@@ -173,17 +171,29 @@ void StageWorker::forward(int m) {
   // The last stage: the micro-batch's loss, scaled as the whole batch's.
   const Tensor& logits = *out.back();
   Tensor dlogits = Tensor::empty(logits.shape(), device_);
-  const int32_t* labels = batch_->labels.data() + begin;
-  if (loss_) {
-    loss_->queue(logits.data(), labels, end - begin, grad_scale_, dlogits.data(), label_smoothing_);
-  } else {
-    int64_t correct = 0;
-    figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), labels, end - begin, classes_, grad_scale_,
-                                                  dlogits.data(), &correct, label_smoothing_);
-    figures_.correct += correct;
-    figures_.samples += end - begin;
-  }
+  addLoss(logits, m, grad_scale_, dlogits.data(), label_smoothing_);
   dlogits_[m] = dlogits;
+}
+
+std::vector<const Tensor*> StageWorker::inputsOf(int m) {
+  std::vector<const Tensor*> inputs;
+  for (const ModelCut::Input& in : part_.cut.inputs)
+    inputs.push_back(in.name == "input" ? &images(m) : &received_.at(m).at(in.name));
+  return inputs;
+}
+
+void StageWorker::addLoss(const Tensor& logits, int m, float grad_scale, float* dlogits, float smoothing) {
+  const auto [begin, end] = rows(m);
+  const int32_t* labels = batch_->labels.data() + begin;
+  if (loss_) {  // on the GPU, read at the step's (or the evaluation batch's) end
+    loss_->queue(logits.data(), labels, end - begin, grad_scale, dlogits, smoothing);
+    return;
+  }
+  int64_t correct = 0;
+  figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), labels, end - begin, classes_, grad_scale,
+                                                dlogits, &correct, smoothing);
+  figures_.correct += correct;
+  figures_.samples += end - begin;
 }
 
 StageWorker::Bundle StageWorker::onward(int m, const std::vector<const Tensor*>& out) const {
@@ -207,9 +217,7 @@ BatchFigures StageWorker::evaluate(const Batch& batch, int64_t evaluation, Stage
   for (int m = 0; m < static_cast<int>(pieces); ++m) {
     const auto [begin, end] = rows(m);
     if (stage_ > 0) received_[m] = receive(Direction::Activation, m, stage_ - 1, in_cut_);
-    std::vector<const Tensor*> inputs;
-    for (const ModelCut::Input& in : part_.cut.inputs)
-      inputs.push_back(in.name == "input" ? &images(m) : &received_.at(m).at(in.name));
+    const std::vector<const Tensor*> inputs = inputsOf(m);
     LayerContext ctx;
     ctx.training = false;
     ctx.updates_buffers = false;
@@ -221,17 +229,7 @@ BatchFigures StageWorker::evaluate(const Batch& batch, int64_t evaluation, Stage
       link.waitSends();
       outbox_.clear();
     } else {
-      const float* logits = out.back()->data();
-      const int32_t* labels = batch.labels.data() + begin;
-      if (loss_) {
-        loss_->queue(logits, labels, end - begin, 0.0f, nullptr, 0.0f);
-      } else {
-        int64_t correct = 0;
-        figures_.loss_sum +=
-            ops::softmaxCrossEntropy(logits, labels, end - begin, classes_, 0.0f, nullptr, &correct, 0.0f);
-        figures_.correct += correct;
-        figures_.samples += end - begin;
-      }
+      addLoss(*out.back(), m, 0.0f, nullptr, 0.0f);  // no gradient, no smoothing
     }
     images_.erase(m);
     received_.erase(m);
@@ -247,13 +245,12 @@ BatchFigures StageWorker::evaluate(const Batch& batch, int64_t evaluation, Stage
 void StageWorker::backward(int m) {
   const size_t copy = model_of_.at(m);
   const auto [begin, end] = rows(m);
-  std::vector<const Tensor*> inputs;
+  const std::vector<const Tensor*> inputs = inputsOf(m);
   std::vector<Tensor> dinputs;
   std::vector<Tensor*> din_ptrs;
   const std::vector<ModelCut::Input>& cut_inputs = part_.cut.inputs;
   dinputs.reserve(cut_inputs.size());
   for (const ModelCut::Input& in : cut_inputs) {
-    inputs.push_back(in.name == "input" ? &images(m) : &received_.at(m).at(in.name));
     dinputs.push_back(Tensor::empty(in.shape.withBatch(end - begin), device_));
     din_ptrs.push_back(in.needs_gradient ? &dinputs.back() : nullptr);
   }

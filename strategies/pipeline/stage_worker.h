@@ -97,6 +97,11 @@ class StageWorker {
   void send(Direction d, int m, int to, const std::vector<CrossingTensor>& what, const Bundle& from);
   Bundle receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what);
   std::pair<int64_t, int64_t> rows(int m) const;  // [begin, end) of micro-batch m
+  // Micro-batch m's inputs to the stage's model: its samples, or what crossed the cut.
+  std::vector<const Tensor*> inputsOf(int m);
+  // Micro-batch m's loss at the last stage, into figures_ (on a GPU queued,
+  // read at the end); dlogits (nullable) gets its gradient times grad_scale.
+  void addLoss(const Tensor& logits, int m, float grad_scale, float* dlogits, float smoothing);
   const Tensor& images(int m);  // micro-batch m's samples on the device, kept until its backward
   std::string stageName(int stage) const;
   int64_t stepBytes(const std::vector<CrossingTensor>& bundle) const;
