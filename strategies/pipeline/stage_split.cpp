@@ -195,12 +195,14 @@ StagePlan balancedStages(const std::vector<LayerCost>& layers, int stages, doubl
   }
   std::vector<int64_t> crossing(static_cast<size_t>(n), 0);
   for (int j = 0; j < n; ++j) crossing[static_cast<size_t>(j)] = crossingFloats(layers, j);
-  // The time of stage k of layers [i, j): compute, then its activations out
-  // and their gradients back across the cut after it.
+  // The time of stage k of layers [i, j): compute, and the copies of what
+  // crosses the cuts before and after it, activations one way and their
+  // gradients the other (both sides of a cut copy every float).
   auto time = [&](int i, int j, int /*k*/) {
-    const double send =
-        j < n ? 2.0 * static_cast<double>(crossing[static_cast<size_t>(j) - 1]) * seconds_per_float : 0.0;
-    return seconds[static_cast<size_t>(j)] - seconds[static_cast<size_t>(i)] + send;
+    int64_t copied = j < n ? crossing[static_cast<size_t>(j) - 1] : 0;
+    if (i > 0) copied += crossing[static_cast<size_t>(i) - 1];
+    return seconds[static_cast<size_t>(j)] - seconds[static_cast<size_t>(i)] +
+           2.0 * static_cast<double>(copied) * seconds_per_float;
   };
   auto bytes = [&](int i, int j, int k) {
     return stageBytes(held[static_cast<size_t>(j)] - held[static_cast<size_t>(i)],

@@ -8,9 +8,10 @@
 //                  naming the layer (a layer in no stage or in two, an
 //                  unknown name, an input from a later stage).
 //   balancedStages automatic: contiguous runs of the topological order that
-//                  minimise the slowest stage's time, its compute plus what
-//                  it sends across its cut (each micro-batch's activations
-//                  forward and their gradients back), among the splits whose
+//                  minimise the slowest stage's time, its compute plus its
+//                  copies of what crosses its cuts (each micro-batch's
+//                  activations forward and their gradients back; the stages
+//                  on both sides of a cut copy it), among the splits whose
 //                  every stage fits a memory limit; then, among the splits
 //                  within kTimeSlack of that time, the one whose largest
 //                  stage memory is least (a stage's memory: its parameters'
@@ -59,8 +60,9 @@ struct StagePlan {
 StagePlan stagesByName(const std::vector<LayerCost>& layers,
                        const std::vector<std::vector<std::string>>& stages, const StageMemory& memory = {});
 
-// `seconds_per_float`: what moving one float across a cut costs (both ways
-// together are charged to the stage before the cut). Throws ConfigError when
+// `seconds_per_float`: what copying one float into or out of a message
+// costs; a stage is charged it twice (forward and back) per float crossing
+// each of its cuts. Throws ConfigError when
 // there are more stages than layers, or no split fits the memory limit
 // (naming the least any split needs).
 StagePlan balancedStages(const std::vector<LayerCost>& layers, int stages, double seconds_per_float,

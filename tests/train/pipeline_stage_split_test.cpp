@@ -51,7 +51,8 @@ double slowest(const std::vector<LayerCost>& layers, const std::vector<int>& sta
   for (size_t i = 0; i < layers.size(); ++i) {
     t[static_cast<size_t>(stage_of[i])] += layers[i].seconds;
     if (i + 1 < layers.size() && stage_of[i + 1] != stage_of[i])
-      t[static_cast<size_t>(stage_of[i])] += 2.0 * crossingFloats(layers, static_cast<int>(i)) * spf;
+      for (const int side : {stage_of[i], stage_of[i + 1]})
+        t[static_cast<size_t>(side)] += 2.0 * crossingFloats(layers, static_cast<int>(i)) * spf;
   }
   return *std::max_element(t.begin(), t.end());
 }
@@ -100,16 +101,17 @@ TEST_CASE("pipeline split: a split by name that cannot run is refused naming the
 TEST_CASE("pipeline split: the automatic split balances the stages' time") {
   CHECK(balancedStages(chain({1, 1, 1, 1, 1, 1}), 3, 0.0).stage_of == std::vector<int>{0, 0, 1, 1, 2, 2});
   CHECK(balancedStages(chain({4, 1, 1, 1, 1}), 2, 0.0).stage_of == std::vector<int>{0, 1, 1, 1, 1});
-  // Sending is charged: a cut where little crosses wins over an even split of the compute.
-  // Cutting after l1 would balance the compute (2 | 2), but its output is
-  // dear to send (2 x 1000 x 0.001 s): stage 0 would take 4; cutting after l0
-  // gives 1.02 | 3.
-  std::vector<LayerCost> wide = chain({1, 1, 1, 1});
+  // Copies are charged, to both sides of a cut: one where little crosses
+  // wins over an even split of the compute. Cutting after l1 would nearly
+  // balance the compute (2 | 2.5), but its output is dear to copy (2 x 1000 x
+  // 0.001 s on each side): 4 | 4.5; cutting after l2 gives 3.02 | 1.52, after
+  // l0 1.02 | 3.52.
+  std::vector<LayerCost> wide = chain({1, 1, 1, 1.5});
   wide[1].out_floats = 1000;
   const StagePlan p = balancedStages(wide, 2, 0.001);
-  CHECK(p.stage_of == std::vector<int>{0, 1, 1, 1});
+  CHECK(p.stage_of == std::vector<int>{0, 0, 0, 1});
   CHECK(p.cut_floats == std::vector<int64_t>{10});
-  CHECK(p.compute_seconds == std::vector<double>{1, 3});
+  CHECK(p.compute_seconds == std::vector<double>{3, 1.5});
   CHECK(balancedStages(chain({1, 1}), 2, 0.0).stage_of == std::vector<int>{0, 1});
   try {
     balancedStages(chain({1, 1}), 3, 0.0);
