@@ -6,6 +6,8 @@ each --batch (global batch):
   one        one_device, 1 thread;
   1f1b       pipeline, 2 stages x 1 thread, 8 micro-batches, schedule 1f1b, split automatically;
   gpipe      the same with schedule gpipe (for its activation memory);
+  beside     two one_device runs at once, 1 thread each: what a core computes while the other
+             is busy too (the ceiling for 2 stages is twice that, before any bubble);
   torch      torch.distributed.pipelining, 2 stages x 1 thread, Gloo, the same micro-batches
              and schedule (scripts/bench/pipeline_peer.py, in a virtual environment this script
              makes with torch from PyPI).
@@ -72,19 +74,38 @@ def ensure_venv(venv):
     return python
 
 
-def run_dtrain(dtrain, work, name, batch, steps, sets):
-    run_dir = os.path.join(work, name)
+def dtrain_command(dtrain, run_dir, batch, steps, sets):
     cmd = [dtrain, "train", JOB, "--overwrite", "--set", f"job.run_dir={run_dir}", "--set", "job.threads=1",
            "--set", "job.device=cpu", "--set", f"train.batch_size={batch}", "--set", f"train.steps={steps}",
            "--set", "train.eval_every_steps=0", "--set", "train.eval_every_epoch=false",
            "--set", "train.checkpoint_every_steps=0"]
     for s in sets:
         cmd += ["--set", s]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    return cmd
+
+
+def finished(name, run_dir, p, out, err):
     if p.returncode != 0:
-        sys.exit(f"pipeline_vs_one: {name} failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+        sys.exit(f"pipeline_vs_one: {name} failed:\n{out[-2000:]}{err[-2000:]}")
     lines = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
-    return [l for l in lines if l.get("split") == "train"], p.stdout + p.stderr
+    return [l for l in lines if l.get("split") == "train"], out + err
+
+
+def run_dtrain(dtrain, work, name, batch, steps, sets):
+    run_dir = os.path.join(work, name)
+    p = subprocess.run(dtrain_command(dtrain, run_dir, batch, steps, sets), capture_output=True, text=True)
+    return finished(name, run_dir, p, p.stdout, p.stderr)
+
+
+def run_side_by_side(dtrain, work, batch, steps):
+    """Two one-process runs at once, each its own core: what each core computes while the other is
+    busy too, as two pipeline stages are (shared cache and memory bandwidth, the cores' clocks)."""
+    runs = []
+    for k in range(2):
+        run_dir = os.path.join(work, f"beside_{batch}_{k}")
+        runs.append((run_dir, subprocess.Popen(dtrain_command(dtrain, run_dir, batch, steps, []),
+                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    return [finished("one beside another", run_dir, p, *p.communicate())[0] for run_dir, p in runs]
 
 
 def rate(train_lines, warmup):
@@ -116,7 +137,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="dtrain-pipeline-bench-") as work:
         for batch in a.batch:
             steps = a.steps or max(8, 2560 // batch) + a.warmup
-            rates = {k: [] for k in list(DTRAIN_CONFIGS) + (["torch"] if python else [])}
+            rates = {k: [] for k in list(DTRAIN_CONFIGS) + ["beside"] + (["torch"] if python else [])}
             bubbles, memory = [], {}
             for r in range(a.rounds):
                 for name, sets in DTRAIN_CONFIGS.items():
@@ -126,6 +147,8 @@ def main():
                         memory[name] = held(output)
                     if name == "1f1b":
                         bubbles += [l["pipeline_bubble"] for l in lines if l["step"] > a.warmup]
+                beside = [rate(lines, a.warmup) for lines in run_side_by_side(a.dtrain, work, batch, steps)]
+                rates["beside"].append(statistics.mean(beside))
                 if python:
                     p = subprocess.run([python, os.path.join(HERE, "pipeline_peer.py"), "--batch", str(batch),
                                         "--micro-batches", str(MICRO), "--schedule", "1f1b",
@@ -151,6 +174,10 @@ def main():
                   f"(bar >= 1.6) {'PASS' if res['speedup'] >= 1.6 else 'FAIL'}; gpipe {med['gpipe']:,.0f}")
             print(f"  bubble measured {100 * bubble:.1f}% against (N-1)/(M+N-1) = {100 * ideal:.1f}% "
                   f"(bar: within 3 points) {'PASS' if abs(bubble - ideal) <= 0.03 else 'FAIL'}")
+            beside = med["beside"] / med["one"]
+            res["beside_one"] = beside
+            print(f"  one process while another runs beside it: {med['beside']:,.0f} img/s each, {beside:.2f}x alone: "
+                  f"2 stages on these 2 cores reach at most {2 * beside:.2f}x one process, before any bubble")
             if mem_ratio:
                 print(f"  activations per stage 1f1b {memory['1f1b']} MB, gpipe {memory['gpipe']} MB: "
                       f"{', '.join(f'{x:.2f}' for x in mem_ratio)} (bar <= 0.6) "
