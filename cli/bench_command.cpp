@@ -11,6 +11,7 @@
 #include "cli/distributed_run.h"
 #include "core/bench/allreduce_timing.h"
 #include "core/comm/gloo_process_group.h"
+#include "core/comm/hierarchical_process_group.h"
 #include "core/config/parse_job.h"
 #include "core/config/validate_job.h"
 #include "core/errors.h"
@@ -40,8 +41,18 @@ int64_t elementsOf(const BenchAllreduceArgs& args) {
 }
 
 // The job the ranks run under: a mirrored run of `ranks` workers on this
-// host, as `dtrain train` would make for [strategy] type = "mirrored".
+// host, as `dtrain train` would make for [strategy] type = "mirrored"; with
+// --job, that job's hosts and workers (a multi_worker_mirrored [cluster]).
 JobConfig benchJob(const BenchAllreduceArgs& args) {
+  if (!args.job_file.empty()) {
+    JobConfig job = parseJobFile(args.job_file);
+    validateJob(job);
+    job.strategy.collective = args.collective;  // ring_chunked too, which training does not name
+    if (job.strategy.type != "multi_worker_mirrored")
+      throw ConfigError(args.job_file + ": [strategy] type is '" + job.strategy.type +
+                        "'; bench allreduce --job measures a multi_worker_mirrored job's hosts");
+    return job;
+  }
   JobConfig job;
   job.job.name = "bench_allreduce";
   job.job.threads = 1;
@@ -63,13 +74,16 @@ std::vector<std::string> rankCommand(const BenchAllreduceArgs& args) {
                                 "--warmup",     std::to_string(args.warmup),
                                 "--collective", args.collective};
   if (args.json) c.push_back("--json");
+  if (!args.job_file.empty()) c.insert(c.end(), {"--job", args.job_file});
   return c;
 }
 
-// What carried the all-reduce: "shared_memory", or the Gloo algorithm run.
+// What carried the all-reduce: "shared_memory", "hierarchical", or the Gloo algorithm run.
 std::string algorithmOf(const ProcessGroup& group, const BenchAllreduceArgs& args, int world, int64_t bytes) {
+  if (dynamic_cast<const HierarchicalProcessGroup*>(&group) != nullptr) return "hierarchical";
   if (dynamic_cast<const GlooProcessGroup*>(&group) == nullptr) return "shared_memory";
-  return GlooProcessGroup::allReduceAlgorithmFor(args.collective, world, bytes);
+  return GlooProcessGroup::allReduceAlgorithmFor(args.collective == "auto" ? "auto" : args.collective, world,
+                                                 bytes);
 }
 
 void report(const BenchAllreduceArgs& args, const ProcessGroup& group, int64_t elements,
@@ -77,8 +91,10 @@ void report(const BenchAllreduceArgs& args, const ProcessGroup& group, int64_t e
   const int world = group.size();
   const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
   const std::string algorithm = algorithmOf(group, args, world, bytes);
-  const std::string carrier =
-      algorithm == "shared_memory" ? "in shared memory" : "on loopback, gloo " + algorithm;
+  const std::string tcp = args.job_file.empty() ? "on loopback, " : "over TCP, ";
+  const std::string carrier = algorithm == "shared_memory"  ? "in shared memory"
+                              : algorithm == "hierarchical" ? "over " + group.describe()
+                                                            : tcp + "gloo " + algorithm;
   // Algorithm bandwidth: the message over the time, as nccl-tests and
   // Gloo's own benchmark report it.
   const double gb_per_s = t.median() > 0 ? static_cast<double>(bytes) / t.median() / 1e9 : 0.0;
@@ -138,7 +154,8 @@ CLI::App* addBenchCommand(CLI::App& app, BenchAllreduceArgs& args) {
   auto* bench = app.add_subcommand("bench", "Measure collective or data loader speed");
   bench->require_subcommand(1);
   auto* allreduce = bench->add_subcommand(
-      "allreduce", "Time an all-reduce of float32 between worker processes on this host");
+      "allreduce",
+      "Time an all-reduce of float32 between worker processes on this host, or on a job's hosts (--job)");
   allreduce->add_option("--ranks", args.ranks, "Worker processes (default 2)")
       ->check(CLI::Range(2, kAllReduceTimingMaxRanks));
   allreduce->add_option("--mb", args.mb, "Message size per rank in MB of 10^6 bytes (default 100)")
@@ -148,17 +165,25 @@ CLI::App* addBenchCommand(CLI::App& app, BenchAllreduceArgs& args) {
       ->check(CLI::Range(0, 100));
   allreduce
       ->add_option("--collective", args.collective,
-                   "What carries it: auto (shared memory, as training on one host uses), shared_memory, "
-                   "or a Gloo algorithm over loopback TCP: ring, ring_chunked, halving_doubling or bcube")
-      ->check(CLI::IsMember({"auto", "shared_memory", "ring", "ring_chunked", "halving_doubling", "bcube"}));
+                   "What carries it: auto (what training picks: shared memory on one host, across hosts "
+                   "hierarchical when a host runs several ranks), shared_memory, hierarchical (shared "
+                   "memory inside each host, Gloo between one leader per host), or a Gloo algorithm over "
+                   "TCP: ring, ring_chunked, halving_doubling or bcube")
+      ->check(CLI::IsMember(
+          {"auto", "shared_memory", "hierarchical", "ring", "ring_chunked", "halving_doubling", "bcube"}));
   allreduce->add_flag("--json", args.json, "Print one JSON object (times in ms) instead of a sentence");
+  allreduce->add_option("--job", args.job_file,
+                        "A multi_worker_mirrored job whose [cluster] places the ranks on its hosts; run the "
+                        "same command on each host (--ranks is then the job's)");
+  allreduce->add_option("--node", args.node, "This host's node in the job's [cluster] (default: by address)")
+      ->check(CLI::Range(0, 4095));
   return allreduce;
 }
 
 int runBenchAllreduce(const BenchAllreduceArgs& args) {
   elementsOf(args);  // a bad size is reported once, by the host, before any rank starts
   if (auto assignment = workerAssignmentFromEnv()) return runRank(args, *assignment);
-  return runHostProcesses(benchJob(args), rankCommand(args), TrainerOptions{}, -1);
+  return runHostProcesses(benchJob(args), rankCommand(args), TrainerOptions{}, args.node);
 }
 
 CLI::App* addBenchLoaderCommand(CLI::App& app, BenchLoaderArgs& args) {

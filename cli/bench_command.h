@@ -22,6 +22,10 @@ struct BenchAllreduceArgs {
   int warmup = 2;
   std::string collective = "auto";  // a [strategy] collective value, or ring_chunked
   bool json = false;
+  // Across hosts: a multi_worker_mirrored job whose [cluster] places the
+  // ranks (each host runs the same command); --ranks is then the job's.
+  std::string job_file;
+  int node = -1;  // this host's node in the job's [cluster]; -1: found by address
 };
 
 // Adds `bench` with its `allreduce` subcommand to `app`; returns the

@@ -116,6 +116,12 @@ std::optional<LaunchEnv> launchFromTfConfig(const JobConfig& job, JobConfig& pla
 
 }  // namespace
 
+bool startedByLauncher() {
+  if (startedAsWorker()) return false;
+  const std::optional<LaunchEnv> env = detectLaunchEnv();
+  return env && env->world_size > 1;
+}
+
 std::optional<int> runUnderLauncher(const JobConfig& configured, const ResumePoint* resume,
                                     TrainerOptions options, const std::function<void()>& prepare_on_rank0) {
   // A worker of a host's dtrain inherits the launcher's variables of its host

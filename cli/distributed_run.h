@@ -38,6 +38,11 @@ struct WorkerHooks {
 int runWorker(const JobConfig& job, const WorkerAssignment& assignment, const ResumePoint* resume,
               TrainerOptions options, const WorkerHooks& hooks = {});
 
+// Whether srun, mpirun or torchrun started this process as one of several
+// ranks (and not a host's dtrain as its worker): the launcher then gives the
+// ranks, the coordinator and the run token, which the job may leave out.
+bool startedByLauncher();
+
 // train and resume under a launcher (srun, mpirun, torchrun; see
 // core/launch/launcher_run.h): when this process was started by one with a
 // world size above 1 (and not by a host's dtrain), it trains as the

@@ -46,7 +46,7 @@ JobConfig fileJob(const ResumeArgs& args) {
 }
 
 void validateResumedJob(const JobConfig& job, const std::string& run_dir) {
-  validateJob(job);
+  validateJob(job, startedByLauncher());
   if (isMultiProcess(job) && needsTokenAgain(job)) throw ConfigError(tokenAgainMessage(run_dir));
 }
 

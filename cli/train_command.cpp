@@ -39,7 +39,7 @@ void prepareRunDir(const std::string& run_dir, bool overwrite) {
 
 int runTrain(const TrainArgs& args) {
   JobConfig job = parseJobFile(args.job_file, args.overrides);
-  validateJob(job);
+  validateJob(job, startedByLauncher());
   TrainerOptions options;
   options.terminal = ProgressDisplay::isTerminal(stdout);
   options.quiet = args.quiet;

@@ -60,14 +60,19 @@ std::shared_ptr<Strategy> makePipeline(const JobConfig& job, WorkerSession& sess
   bool one_host = true;
   for (int k = 0; k < s.stages; ++k) one_host = one_host && session.sameNode(rank, replica * s.stages + k);
   std::shared_ptr<ProcessGroup> link, copies;
-  const bool gloo_collective = s.collective != "auto" && s.collective != "shared_memory";
+  // "hierarchical" concerns all-reduces: the stages' messages go as under "auto".
+  const bool gloo_collective =
+      s.collective != "auto" && s.collective != "shared_memory" && s.collective != "hierarchical";
   if (gloo_collective) options.algorithm = s.collective;
   if (gloo_collective || !one_host) {
     options.prefix = prefix + "/replica/" + std::to_string(replica);
+    for (int k = 0; k < s.stages; ++k) options.rank_hosts.push_back(session.hostOf(replica * s.stages + k));
     link = std::make_shared<GlooProcessGroup>(session.store(), stage, s.stages, options);
   }
   if (s.replicas > 1) {
     options.prefix = prefix + "/stage/" + std::to_string(stage);
+    options.rank_hosts.clear();
+    for (int r = 0; r < s.replicas; ++r) options.rank_hosts.push_back(session.hostOf(r * s.stages + stage));
     copies = std::make_shared<GlooProcessGroup>(session.store(), replica, s.replicas, options);
   }
   return std::make_shared<pipeline::PipelineStrategy>(s, session.group(), std::move(link), std::move(copies),

@@ -70,7 +70,8 @@ std::shared_ptr<gloo::transport::Device> listenOn(const std::string& address, co
 }
 
 void awaitEveryRankJoined(Store& store, int rank, int size, const std::string& prefix,
-                          std::chrono::milliseconds timeout, const std::string& who) {
+                          std::chrono::milliseconds timeout, const std::string& who,
+                          const std::vector<std::string>& hosts) {
   // Our own keys, before Gloo's: a rank that never comes is named here, and
   // a prefix left by an earlier group (whose addresses are stale) is refused.
   auto joinedKey = [&](int r) { return prefix + "/joined/" + std::to_string(r); };
@@ -87,7 +88,7 @@ void awaitEveryRankJoined(Store& store, int rank, int size, const std::string& p
     for (int r = 0; r < size; ++r)
       if (!store.check(joinedKey(r))) missing.push_back(r);
     if (missing.empty()) return;  // the last one came just after the deadline
-    throw CommError(who + ": " + ranksText(missing) + " did not join within " + durationText(timeout) +
+    throw CommError(who + ": " + ranksText(missing, hosts) + " did not join within " + durationText(timeout) +
                     " (is every rank started, with the same store, size and prefix '" + prefix + "'?)");
   }
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/comm/store.h"
 
@@ -21,10 +22,11 @@ std::shared_ptr<gloo::transport::Device> listenOn(const std::string& address, co
 
 // Collective: marks `rank` as joined under `prefix` in the store and waits
 // (up to `timeout`) until all `size` ranks have; names the ranks that did
-// not. Refuses a prefix an earlier group left in the store (its addresses
-// are stale).
+// not (with their hosts, when `hosts` gives them). Refuses a prefix an
+// earlier group left in the store (its addresses are stale).
 void awaitEveryRankJoined(Store& store, int rank, int size, const std::string& prefix,
-                          std::chrono::milliseconds timeout, const std::string& who);
+                          std::chrono::milliseconds timeout, const std::string& who,
+                          const std::vector<std::string>& hosts = {});
 
 // Collective, once after connecting and before any algorithm object sends:
 // one large message from every rank to every other, so that no connection's

@@ -21,10 +21,18 @@ bool contains(const std::string& text, const char* part) { return text.find(part
 
 }  // namespace
 
-std::string ranksText(const std::vector<int>& ranks) {
+std::string ranksText(const std::vector<int>& ranks, const std::vector<std::string>& hosts) {
+  const auto host = [&](int r) {
+    return r >= 0 && static_cast<size_t>(r) < hosts.size() ? hosts[static_cast<size_t>(r)] : std::string();
+  };
+  bool one_host = !ranks.empty() && !host(ranks[0]).empty();
+  for (int r : ranks) one_host = one_host && host(r) == host(ranks[0]);
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(ranks[i]);
+    if (!one_host && !host(ranks[i]).empty()) out += " (host " + host(ranks[i]) + ")";
+  }
+  return one_host ? out + " (host " + host(ranks[0]) + ")" : out;
 }
 
 std::string withoutSourceLocation(const std::string& message) {
@@ -34,7 +42,8 @@ std::string withoutSourceLocation(const std::string& message) {
 }
 
 std::string explainGlooFailure(std::exception_ptr error, std::chrono::milliseconds timeout,
-                               const std::function<std::vector<int>()>& suspects) {
+                               const std::function<std::vector<int>()>& suspects,
+                               const std::vector<std::string>& hosts) {
   std::string message;
   try {
     std::rethrow_exception(error);
@@ -63,13 +72,12 @@ std::string explainGlooFailure(std::exception_ptr error, std::chrono::millisecon
   if (timedOut) {
     // A timed-out wait closes the one connection it waited on; a timed-out
     // per-call collective closes them all, and then no one rank is to blame.
-    if (peers.size() == 1)
-      return "timed out after " + waited + " waiting for rank " + std::to_string(peers[0]);
+    if (peers.size() == 1) return "timed out after " + waited + " waiting for " + ranksText(peers, hosts);
     return "timed out after " + waited + " (a rank did not take part in time)";
   }
   if (closed) {
     if (peers.empty()) return "a connection closed (peer process gone?)";
-    return (peers.size() == 1 ? "connection to " : "connections to ") + ranksText(peers) +
+    return (peers.size() == 1 ? "connection to " : "connections to ") + ranksText(peers, hosts) +
            (peers.size() == 1 ? " closed (peer process gone?)" : " closed (peer processes gone?)");
   }
   return "network error: " + withoutSourceLocation(message);

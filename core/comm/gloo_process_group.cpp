@@ -93,7 +93,7 @@ GlooProcessGroup::Impl::Impl(Store& store, int rank, int size, GlooOptions opts)
     throw CommError(who + ": no local address to listen on (set this host's address)");
 
   device_ = listenOn(options.address, who);
-  awaitEveryRankJoined(store, rank, size, options.prefix, options.timeout, who);
+  awaitEveryRankJoined(store, rank, size, options.prefix, options.timeout, who, options.rank_hosts);
   context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
   context_->setTimeout(options.timeout);
   GlooStore glooStore(store, options.prefix, options.timeout);
@@ -157,12 +157,15 @@ void GlooProcessGroup::Impl::collective(const std::string& operation, Body&& bod
 }
 
 std::string GlooProcessGroup::Impl::explain(std::exception_ptr error, bool probePeers) {
-  return explainGlooFailure(error, options.timeout, [&]() -> std::vector<int> {
-    // A failed wait on a known peer names it; otherwise look for the broken connections.
-    if (exchange_ && exchange_->waitingFor() >= 0) return {exchange_->waitingFor()};
-    if (probePeers) return findBrokenPeers(*context_);
-    return {};
-  });
+  return explainGlooFailure(
+      error, options.timeout,
+      [&]() -> std::vector<int> {
+        // A failed wait on a known peer names it; otherwise look for the broken connections.
+        if (exchange_ && exchange_->waitingFor() >= 0) return {exchange_->waitingFor()};
+        if (probePeers) return findBrokenPeers(*context_);
+        return {};
+      },
+      options.rank_hosts);
 }
 
 template <typename T>
@@ -275,21 +278,22 @@ void GlooProcessGroup::Impl::sendAsync(const void* data, int64_t bytes, int to, 
 
 void GlooProcessGroup::Impl::recv(void* data, int64_t bytes, int from, uint32_t tag) {
   checkPeer("receive", from, rank, size);
-  collective("receive of " + std::to_string(bytes) + " bytes from rank " + std::to_string(from), [&] {
-    auto buffer = context_->createUnboundBuffer(data, static_cast<size_t>(bytes));
-    buffer->recv(from, gloo::Slot::build(kPointToPointSlotPrefix, tag));
-    if (!buffer->waitRecv(options.timeout))
-      throw CommError("rank " + std::to_string(from) + " sent nothing within " +
-                      std::to_string(options.timeout.count()) + " ms");
-  });
+  collective("receive of " + std::to_string(bytes) + " bytes from " + ranksText({from}, options.rank_hosts),
+             [&] {
+               auto buffer = context_->createUnboundBuffer(data, static_cast<size_t>(bytes));
+               buffer->recv(from, gloo::Slot::build(kPointToPointSlotPrefix, tag));
+               if (!buffer->waitRecv(options.timeout))
+                 throw CommError(ranksText({from}, options.rank_hosts) + " sent nothing within " +
+                                 std::to_string(options.timeout.count()) + " ms");
+             });
 }
 
 void GlooProcessGroup::Impl::waitSends() {
   while (!sends_.empty()) {
     auto& [buffer, to] = sends_.front();
-    collective("send to rank " + std::to_string(to), [&] {
+    collective("send to " + ranksText({to}, options.rank_hosts), [&] {
       if (!buffer->waitSend(options.timeout))
-        throw CommError("rank " + std::to_string(to) + " took nothing within " +
+        throw CommError(ranksText({to}, options.rank_hosts) + " took nothing within " +
                         std::to_string(options.timeout.count()) + " ms");
     });
     sends_.erase(sends_.begin());

@@ -34,6 +34,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/comm/process_group.h"
 #include "core/comm/store.h"
@@ -52,6 +53,9 @@ struct GlooOptions {
   // This group's namespace in the store: one per group and run (a second
   // group under the same prefix in the same store is refused).
   std::string prefix = "gloo";
+  // The host of each rank, for messages ("connection to rank 2 (host b)
+  // closed"); empty: ranks alone.
+  std::vector<std::string> rank_hosts;
 };
 
 class GlooProcessGroup : public ProcessGroup {

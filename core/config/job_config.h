@@ -158,8 +158,10 @@ struct StrategySection {
   // "after_backward" (whole) | "auto" (during backward on CPU workers; GPU
   // workers push whole after backward).
   std::string gradient_push = "auto";
-  // "auto" (shared memory when every rank is on one host, else Gloo by size) |
-  // "shared_memory" | "ring" | "halving_doubling" | "bcube" (Gloo algorithms)
+  // "auto" (shared memory when every rank is on one host; across hosts the
+  // hierarchy when a host runs several ranks, else Gloo by size) |
+  // "shared_memory" | "hierarchical" (shared memory inside each host, Gloo
+  // between one leader per host) | "ring" | "halving_doubling" | "bcube" (Gloo)
   std::string collective = "auto";
   double bucket_mb = 4.0;  // gradients are all-reduced in buckets of this size,
                            // overlapped with the rest of backward

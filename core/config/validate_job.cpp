@@ -305,7 +305,8 @@ void checkPipeline(const Checker& c, const StrategySection& s, const ClusterSect
   }
 }
 
-void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster) {
+void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster,
+                   bool under_launcher) {
   static const std::vector<std::string> available = {
       "one_device", "mirrored", "multi_worker_mirrored", "central_storage", "parameter_server", "pipeline"};
   static const std::vector<std::string> planned = {};  // named but not built yet
@@ -357,7 +358,7 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
                  std::to_string(placed) + "; make them agree (hosts without ps run no shard)");
   checkPipeline(c, s, cluster);
   c.oneOf("strategy.collective", s.collective,
-          {"auto", "shared_memory", "ring", "halving_doubling", "bcube"});
+          {"auto", "shared_memory", "hierarchical", "ring", "halving_doubling", "bcube"});
   c.oneOf("strategy.backend", s.backend, {"auto", "nccl", "gloo"});
   c.finite("strategy.bucket_mb", s.bucket_mb);
   if (!(s.bucket_mb > 0 && s.bucket_mb <= 1024))
@@ -365,7 +366,7 @@ void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSect
 
   // The strategy and [cluster] have to agree on how many hosts take part.
   const size_t hosts = cluster.hosts.size();
-  if (s.type == "multi_worker_mirrored" && !cluster.present)
+  if (s.type == "multi_worker_mirrored" && !cluster.present && !under_launcher)
     c.fail("strategy.type",
            "'multi_worker_mirrored' needs a [cluster] section: coordinator, token or token_file, and a "
            "[[cluster.hosts]] table for each host");
@@ -441,11 +442,16 @@ void checkClusterFromTfConfig(const Checker& c, const ClusterSection& cl) {
     c.fail("cluster.hosts", "must not be given with from = \"tf_config\": TF_CONFIG lists the hosts");
 }
 
-void checkCluster(const Checker& c, const ClusterSection& cl) {
+void checkCluster(const Checker& c, const ClusterSection& cl, bool under_launcher) {
   if (!cl.present) return;
   c.oneOf("cluster.from", cl.from, {"", "tf_config", "job"});
   if (cl.from == "tf_config") {
     checkClusterFromTfConfig(c, cl);
+  } else if (under_launcher) {
+    // The launcher's MASTER_ADDR stands in for a coordinator not given.
+    std::string problem;
+    if (!cl.coordinator.empty() && !parseHostPort(cl.coordinator, &problem))
+      c.fail("cluster.coordinator", problem + " (got " + quoteString(cl.coordinator) + ")");
   } else {
     if (cl.coordinator.empty() && !c.given("cluster.coordinator"))
       c.failSection("cluster",
@@ -455,8 +461,12 @@ void checkCluster(const Checker& c, const ClusterSection& cl) {
     if (!parseHostPort(cl.coordinator, &problem))
       c.fail("cluster.coordinator", problem + " (got " + quoteString(cl.coordinator) + ")");
   }
-  checkClusterToken(c, cl);
-  if (cl.from != "tf_config") checkClusterHosts(c, cl);
+  // Under a launcher the token may come from the launch, the ranks from its processes.
+  if (!under_launcher || !cl.token.empty() || !cl.token_file.empty() || c.given("cluster.token") ||
+      c.given("cluster.token_file"))
+    checkClusterToken(c, cl);
+  if (cl.from != "tf_config" && (!under_launcher || !cl.hosts.empty() || c.given("cluster.hosts")))
+    checkClusterHosts(c, cl);
   c.positive("cluster.join_timeout_s", cl.join_timeout_s);
   c.positive("cluster.heartbeat_interval_s", cl.heartbeat_interval_s);
   c.positive("cluster.heartbeat_timeout_s", cl.heartbeat_timeout_s);
@@ -475,7 +485,7 @@ void checkCluster(const Checker& c, const ClusterSection& cl) {
 
 }  // namespace
 
-void validateJob(const JobConfig& job) {
+void validateJob(const JobConfig& job, bool under_launcher) {
   Checker c(job);
   checkJobSection(c, job.job);
   checkModel(c, job.model);
@@ -483,8 +493,8 @@ void validateJob(const JobConfig& job) {
   checkTrain(c, job.train);
   checkOptimizer(c, job.optimizer);
   checkSchedule(c, job.schedule, job.optimizer.lr);
-  checkStrategy(c, job.strategy, job.cluster);
-  checkCluster(c, job.cluster);
+  checkStrategy(c, job.strategy, job.cluster, under_launcher);
+  checkCluster(c, job.cluster, under_launcher);
 }
 
 }  // namespace dtrain

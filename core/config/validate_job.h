@@ -10,6 +10,10 @@ namespace dtrain {
 // "job.toml:12:5: [optimizer] lr must be > 0 (got -0.1)". The position comes
 // from JobConfig::posOf, so an override or a defaulted key is named as such.
 // Layer-specific options are left to the layer factories.
-void validateJob(const JobConfig& job);
+// `under_launcher`: this process is one rank of a launch (torchrun, srun,
+// mpirun; core/config/launch_env.h), which gives the ranks, the coordinator
+// and a run token: [cluster] and its hosts, coordinator and token may then be
+// left out.
+void validateJob(const JobConfig& job, bool under_launcher = false);
 
 }  // namespace dtrain

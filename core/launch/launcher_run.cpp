@@ -25,8 +25,10 @@ std::string processes(const LaunchEnv& env) {
   return env.source + " started " + std::to_string(env.world_size) + " processes";
 }
 
-// The processes the job itself asks for, and in which words.
+// The processes the job itself asks for, and in which words; -1 when it
+// leaves the count to the launcher (a multi-host job without hosts).
 std::pair<int, std::string> jobProcesses(const JobConfig& job) {
+  if (job.strategy.type == "multi_worker_mirrored" && job.cluster.hosts.empty()) return {-1, ""};
   if (!job.cluster.present && job.strategy.type == "parameter_server")
     return {job.strategy.workers + job.strategy.ps, "[strategy] workers + ps"};
   if (!job.cluster.present && job.strategy.type == "pipeline")
@@ -83,7 +85,7 @@ LauncherRun planLauncherRun(const JobConfig& job, const LaunchEnv& env) {
   HostPort hp = coordinatorOf(job, env);
   run.coordinator = joinHostPort(hp.host, hp.port);
   auto [asked, asked_by] = jobProcesses(job);
-  if (asked != env.world_size)
+  if (asked >= 0 && asked != env.world_size)
     run.notes.push_back("dtrain: " + processes(env) + " but the job asks for " + std::to_string(asked) +
                         " (" + asked_by + "): running " + std::to_string(env.world_size) +
                         " ranks, one per process, as the launcher says");

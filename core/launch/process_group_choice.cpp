@@ -3,6 +3,7 @@
 #include "core/backend/device_query.h"
 #include "core/comm/device_groups.h"
 #include "core/comm/gloo_process_group.h"
+#include "core/comm/hierarchical_process_group.h"
 #include "core/comm/shm_process_group.h"
 #include "core/errors.h"
 #include "core/util/seconds.h"
@@ -17,6 +18,14 @@ bool allRanksOnOneHost(const Membership& membership) {
 
 namespace {
 
+// Whether any host runs more than one rank: then the hierarchy moves less
+// through TCP than a flat ring (docs/BENCHMARKS.md, hierarchical all-reduce).
+bool someHostHasSeveral(const Membership& membership) {
+  for (size_t r = 1; r < membership.peers.size(); ++r)
+    if (membership.peers[r].node == membership.peers[r - 1].node) return true;
+  return false;
+}
+
 // Shared memory or Gloo, as [strategy] collective says.
 std::shared_ptr<ProcessGroup> connectHostGroup(Store& store, const Membership& membership,
                                                const JobConfig& job, const std::string& address,
@@ -28,14 +37,27 @@ std::shared_ptr<ProcessGroup> connectHostGroup(Store& store, const Membership& m
     throw ConfigError(
         "[strategy] collective = \"shared_memory\" needs every rank on one host, but the ranks "
         "span several nodes; use collective = \"auto\" (shared memory only where it can be)");
-  if (choice == "shared_memory" || (choice == "auto" && one_host)) {
+  if (choice == "shared_memory" || ((choice == "auto" || choice == "hierarchical") && one_host)) {
     ShmOptions s;
     s.timeout = timeout;
     s.prefix = "shm";
     return std::make_shared<ShmProcessGroup>(store, membership.rank, membership.world_size, s);
   }
+  if (choice == "hierarchical" || (choice == "auto" && someHostHasSeveral(membership))) {
+    HierarchyOptions h;
+    h.address = address;
+    h.timeout = timeout;
+    for (const PeerInfo& p : membership.peers) {
+      h.node_of_rank.push_back(p.node);
+      if (static_cast<size_t>(p.node) >= h.host_of_node.size())
+        h.host_of_node.resize(static_cast<size_t>(p.node) + 1);
+      h.host_of_node[static_cast<size_t>(p.node)] = p.host;
+    }
+    return std::make_shared<HierarchicalProcessGroup>(store, membership.rank, h);
+  }
   GlooOptions g;
-  g.algorithm = choice;
+  g.algorithm = choice == "auto" || choice == "hierarchical" ? "auto" : choice;
+  for (const PeerInfo& p : membership.peers) g.rank_hosts.push_back(p.host);
   g.address = address;
   g.timeout = timeout;
   g.prefix = "gloo";

@@ -1,9 +1,12 @@
 // Which collectives a worker connects: shared memory when every rank of the
 // run is on this host (a mirrored run, one host of launcher ranks), Gloo over
 // TCP otherwise. [strategy] collective picks: "auto" takes shared memory on one
-// host and Gloo's size-based choice across hosts; "shared_memory" insists on
-// it (and fails naming the hosts when the ranks span several); a Gloo
-// algorithm ("ring", "halving_doubling", "bcube") always means Gloo.
+// host, the hierarchy (hierarchical_process_group.h: shared memory inside each
+// host, Gloo between one leader per host) across hosts when some host runs
+// several ranks, else Gloo's size-based choice; "hierarchical" insists on the
+// hierarchy (on one host it is shared memory alone); "shared_memory" insists
+// on it (and fails naming the hosts when the ranks span several); a Gloo
+// algorithm ("ring", "halving_doubling", "bcube") always means flat Gloo.
 //
 // Ranks on GPUs: [strategy] backend picks NCCL or that host group staged
 // through host memory; "auto" takes NCCL only when every rank has a GPU of its

@@ -50,7 +50,10 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
   world_ = m.world_size;
   generation_ = m.generation;
   address_ = a.address;
-  for (const PeerInfo& p : m.peers) nodes_.push_back(p.node);
+  for (const PeerInfo& p : m.peers) {
+    nodes_.push_back(p.node);
+    hosts_.push_back(p.host);
+  }
   if (job.strategy.type == "parameter_server") {
     // The last job.strategy.ps ranks are the shards; the workers' collectives
     // are among the workers alone (the shards answer requests instead).

@@ -52,6 +52,8 @@ class WorkerSession {
   bool sameNode(int a, int b) const {
     return nodes_.at(static_cast<size_t>(a)) == nodes_.at(static_cast<size_t>(b));
   }
+  // The host name rank r reported, for messages.
+  const std::string& hostOf(int r) const { return hosts_.at(static_cast<size_t>(r)); }
   // Tells the others this rank failed (they stop at once) and why.
   void abort(const std::string& reason);
   // A clean end: the coordinator stops expecting heartbeats.
@@ -64,7 +66,8 @@ class WorkerSession {
   int shard_ = -1;
   uint64_t generation_ = 0;
   std::string address_;
-  std::vector<int> nodes_;  // per rank
+  std::vector<int> nodes_;          // per rank
+  std::vector<std::string> hosts_;  // per rank
   bool left_ = false;
 };
 

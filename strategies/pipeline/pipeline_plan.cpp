@@ -25,7 +25,8 @@ constexpr double kSecondsPerGlooFloat = 2.5e-9;
 // stages of a replica spread over hosts use).
 double secondsPerCopiedFloat(const JobConfig& job) {
   const std::string& c = job.strategy.collective;
-  const bool shared = (c == "auto" || c == "shared_memory") && job.cluster.hosts.size() <= 1;
+  const bool shared =
+      (c == "auto" || c == "shared_memory" || c == "hierarchical") && job.cluster.hosts.size() <= 1;
   return shared ? kSecondsPerSharedFloat : kSecondsPerGlooFloat;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "collectives_test_util.h"
+#include "core/comm/gloo_failure_diagnosis.h"
 #include "core/comm/in_memory_store.h"
 #include "core/errors.h"
 #include "failure_scenarios.h"
@@ -64,6 +65,33 @@ TEST_CASE("gloo failure: a rank that drops its group while failing makes the oth
     // Well before the 5 s timeout: a closed connection is noticed at once.
     CHECK(out.took[r] < 3.0);
   }
+}
+
+TEST_CASE("gloo failure: with the ranks' hosts given, the messages name the host beside the rank") {
+  const std::vector<std::string> hosts = {"node-a", "node-a", "node-b"};
+  auto withHosts = [&](std::chrono::milliseconds timeout) {
+    GlooOptions o = testOptions("auto", timeout);
+    o.rank_hosts = hosts;
+    return o;
+  };
+  {
+    InMemoryStore store;
+    ScenarioOutcome out = rankFailsWithGroup(
+        3, 2, [&](int rank) { return std::make_unique<GlooProcessGroup>(store, rank, 3, withHosts(5s)); },
+        true);
+    for (int r : {0, 1})
+      CHECK(out.errors[r] ==
+            "all-reduce of 1001 floats: connection to rank 2 (host node-b) closed (peer process gone?)");
+  }
+  {
+    InMemoryStore store;
+    ScenarioOutcome out = absentRank(
+        3, 1, [&](int rank) { return std::make_unique<GlooProcessGroup>(store, rank, 3, withHosts(1s)); });
+    for (int r : {0, 2}) CHECK(has(out.errors[r], "rank 1 (host node-a) did not join within 1 s"));
+  }
+  CHECK(ranksText({1, 2}, hosts) == "ranks 1 (host node-a), 2 (host node-b)");
+  CHECK(ranksText({0, 1}, hosts) == "ranks 0, 1 (host node-a)");
+  CHECK(ranksText({1}, {}) == "rank 1");
 }
 
 TEST_CASE("gloo failure: a rank that destroys its group mid-run makes the others throw, not hang") {

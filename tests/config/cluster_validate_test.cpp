@@ -63,14 +63,15 @@ TEST_CASE("[strategy] workers, collective and bucket_mb are range-checked") {
         "job.toml:8:11: [strategy] workers must be in [1, 64] (got 65)");
   CHECK(errorOf(kMinimalJob, {"strategy.workers=0"}) ==
         "--set strategy.workers=0: [strategy] workers must be in [1, 64] (got 0)");
-  CHECK(errorOf(std::string(kMinimalJob) + "\n[strategy]\ncollective = \"rign\"\n") ==
-        "job.toml:8:14: [strategy] collective must be one of 'auto', 'shared_memory', 'ring', "
-        "'halving_doubling', "
-        "'bcube' (got \"rign\"; did you mean 'ring'?)");
   CHECK(
-      errorOf(kMinimalJob, {"strategy.collective=nccl"}) ==
-      "--set strategy.collective=nccl: [strategy] collective must be one of 'auto', 'shared_memory', 'ring', "
-      "'halving_doubling', 'bcube' (got \"nccl\")");
+      errorOf(std::string(kMinimalJob) + "\n[strategy]\ncollective = \"rign\"\n") ==
+      "job.toml:8:14: [strategy] collective must be one of 'auto', 'shared_memory', 'hierarchical', 'ring', "
+      "'halving_doubling', "
+      "'bcube' (got \"rign\"; did you mean 'ring'?)");
+  CHECK(errorOf(kMinimalJob, {"strategy.collective=nccl"}) ==
+        "--set strategy.collective=nccl: [strategy] collective must be one of 'auto', 'shared_memory', "
+        "'hierarchical', 'ring', "
+        "'halving_doubling', 'bcube' (got \"nccl\")");
   CHECK(errorOf(std::string(kMinimalJob) + "\n[strategy]\nbucket_mb = 0\n") ==
         "job.toml:8:13: [strategy] bucket_mb must be in (0, 1024] (got 0.0)");
   CHECK(errorOf(kMinimalJob, {"strategy.bucket_mb=1024.5"}) ==

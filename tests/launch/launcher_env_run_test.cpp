@@ -131,7 +131,6 @@ void checkOneCoordinator(const std::vector<Finished>& ranks) {
 
 bool closeTo(double a, double b) { return std::fabs(a - b) <= 1e-5 * std::fabs(b); }
 
-
 double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -158,6 +157,33 @@ TEST_CASE("torchrun: 2 and 3 launched ranks train as `dtrain train` with as many
     // Only rank 0 writes: the run directory holds one run, evaluated like the reference.
     CHECK(closeTo(evalFigures(run).loss, reference));
   }
+}
+
+TEST_CASE("torchrun: a multi_worker_mirrored job needs no hosts, coordinator or token under the launcher") {
+  // The launcher gives the ranks and MASTER_ADDR, and the token derives from
+  // its run id: neither a missing [cluster] nor one without those is refused.
+  TempDir dir("launch_no_cluster");
+  const double reference = referenceLoss(dir, 2);
+  for (const char* cluster : {"", "[cluster]\nheartbeat_timeout_s = 5\n"}) {
+    CAPTURE(cluster);
+    std::string run = dir / (std::string("mwm") + (*cluster ? "_cluster" : ""));
+    writeFile(run + ".toml",
+              job(run, std::string("[strategy]\ntype = \"multi_worker_mirrored\"\n") + cluster));
+    const int port = freePort();
+    std::vector<Finished> ranks = runLaunched({"train", run + ".toml", "-q", "--set", "train.epochs=2"},
+                                              {torchrun(0, 2, port), torchrun(1, 2, port)}, dir);
+    for (const Finished& f : ranks) {
+      INFO(f.log);
+      CHECK(f.exit_code == 0);
+      CHECK(f.log.find("the job asks for") == std::string::npos);
+    }
+    checkOneCoordinator(ranks);
+    CHECK(closeTo(evalFigures(run).loss, reference));
+  }
+  // Without a launcher the same job still needs its [cluster].
+  const RunResult alone = runDtrain({"train", dir / "mwm.toml"});
+  CHECK(alone.exit_code != 0);
+  CHECK(alone.output.find("'multi_worker_mirrored' needs a [cluster] section") != std::string::npos);
 }
 
 TEST_CASE("torchrun: resume RUN_DIR on launched ranks continues as `dtrain resume` does") {

@@ -1,5 +1,6 @@
 // Which collectives a worker connects: shared memory only when every rank is
-// on one node, Gloo across nodes or when a Gloo algorithm is named.
+// on one node; across nodes the hierarchy when a node runs several ranks,
+// else Gloo; Gloo whenever a Gloo algorithm is named.
 #include "core/launch/process_group_choice.h"
 
 #include <doctest/doctest.h>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "core/comm/gloo_process_group.h"
+#include "core/comm/hierarchical_process_group.h"
 #include "core/comm/in_memory_store.h"
 #include "core/comm/shm_process_group.h"
 #include "core/errors.h"
@@ -73,6 +75,36 @@ TEST_CASE("a launcher that puts every rank on this host gets shared memory, thou
   other.join();
   CHECK(dynamic_cast<ShmProcessGroup*>(groups[0].get()) != nullptr);
   CHECK(groups[1]->describe() == "shared memory (2 ranks on this host)");
+}
+
+// Connects every rank of a group laid over `nodes` (threads), checks one
+// all-reduce, and returns rank 0's group.
+std::shared_ptr<ProcessGroup> connectAll(const std::vector<int>& nodes, const std::string& collective) {
+  InMemoryStore store;
+  const int n = static_cast<int>(nodes.size());
+  std::vector<std::shared_ptr<ProcessGroup>> groups(nodes.size());
+  std::vector<float> sums(nodes.size());
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r)
+    ranks.emplace_back([&, r] {
+      groups[r] = connectProcessGroup(store, membershipOn(nodes, r), jobWith(collective), "127.0.0.1");
+      sums[r] = static_cast<float>(r + 1);
+      groups[r]->allReduceSum(&sums[r], 1);
+    });
+  for (std::thread& t : ranks) t.join();
+  for (float s : sums) CHECK(s == static_cast<float>(n * (n + 1) / 2));
+  return groups[0];
+}
+
+TEST_CASE("auto takes the hierarchy across hosts when a host runs several ranks; hierarchical insists") {
+  auto several = connectAll({0, 0, 1}, "auto");
+  CHECK(dynamic_cast<HierarchicalProcessGroup*>(several.get()) != nullptr);
+  CHECK(several->describe() ==
+        "hierarchical (shared memory inside each of 2 hosts, gloo (auto) between their leaders)");
+  CHECK(dynamic_cast<GlooProcessGroup*>(connectAll({0, 1, 2}, "auto").get()) != nullptr);
+  CHECK(dynamic_cast<HierarchicalProcessGroup*>(connectAll({0, 1, 2}, "hierarchical").get()) != nullptr);
+  // On one host the hierarchy is its shared memory alone.
+  CHECK(dynamic_cast<ShmProcessGroup*>(connectAll({0, 0}, "hierarchical").get()) != nullptr);
 }
 
 TEST_CASE("a named Gloo algorithm means Gloo even on one host") {
