@@ -245,3 +245,24 @@ TEST_CASE("[cluster] timeouts are positive and the heartbeat beats within its ti
         "20.0, heartbeat_timeout_s 15.0)");
   CHECK(errorOf(mwmWith("heartbeat_interval_s = 0.1\nheartbeat_timeout_s = 0.2\n")) == "(no ConfigError)");
 }
+
+TEST_CASE(
+    "under a launcher, multi_worker_mirrored needs no [cluster], nor hosts, coordinator or token in it") {
+  auto launched = [](const std::string& text) {
+    return configErrorOf([&] { validateJob(parseJobString(text, "job.toml"), /*under_launcher=*/true); });
+  };
+  const std::string mwm = std::string(kMinimalJob) + "\n[strategy]\ntype = \"multi_worker_mirrored\"\n";
+  CHECK(launched(mwm) == "(no ConfigError)");
+  CHECK(launched(clusterJob("multi_worker_mirrored", "heartbeat_timeout_s = 5\n")) == "(no ConfigError)");
+  // What is given is still checked.
+  CHECK(launched(clusterJob("multi_worker_mirrored", "coordinator = \"nohost\"\n"))
+            .find("[cluster] coordinator") != std::string::npos);
+  CHECK(launched(clusterJob("multi_worker_mirrored", "token = \"\"\n")) ==
+        "job.toml:11:9: [cluster] token must not be empty");
+  CHECK(launched(clusterJob("multi_worker_mirrored", "hosts = []\n")) ==
+        "job.toml:11:9: [cluster] hosts must list at least one host (got [])");
+  // Without a launcher the same jobs are refused.
+  CHECK(errorOf(mwm).find("'multi_worker_mirrored' needs a [cluster] section") != std::string::npos);
+  CHECK(errorOf(clusterJob("multi_worker_mirrored", "heartbeat_timeout_s = 5\n")).find("needs coordinator") !=
+        std::string::npos);
+}
