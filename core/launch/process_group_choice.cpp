@@ -26,7 +26,7 @@ bool someHostHasSeveral(const Membership& membership) {
   return false;
 }
 
-// Shared memory or Gloo, as [strategy] collective says.
+// Shared memory, the hierarchy or flat Gloo, as [strategy] collective says.
 std::shared_ptr<ProcessGroup> connectHostGroup(Store& store, const Membership& membership,
                                                const JobConfig& job, const std::string& address,
                                                bool launcher_says_one_host) {
