@@ -82,8 +82,7 @@ std::vector<std::string> rankCommand(const BenchAllreduceArgs& args) {
 std::string algorithmOf(const ProcessGroup& group, const BenchAllreduceArgs& args, int world, int64_t bytes) {
   if (dynamic_cast<const HierarchicalProcessGroup*>(&group) != nullptr) return "hierarchical";
   if (dynamic_cast<const GlooProcessGroup*>(&group) == nullptr) return "shared_memory";
-  return GlooProcessGroup::allReduceAlgorithmFor(args.collective == "auto" ? "auto" : args.collective, world,
-                                                 bytes);
+  return GlooProcessGroup::allReduceAlgorithmFor(args.collective, world, bytes);
 }
 
 void report(const BenchAllreduceArgs& args, const ProcessGroup& group, int64_t elements,

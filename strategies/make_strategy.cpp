@@ -13,6 +13,7 @@
 #include "strategies/one_device.h"
 #include "strategies/parameter_server/parameter_server.h"
 #include "strategies/parameter_server/shard_process.h"
+#include "strategies/pipeline/pipeline_plan.h"
 #include "strategies/pipeline/pipeline_strategy.h"
 
 namespace dtrain {
@@ -60,9 +61,7 @@ std::shared_ptr<Strategy> makePipeline(const JobConfig& job, WorkerSession& sess
   bool one_host = true;
   for (int k = 0; k < s.stages; ++k) one_host = one_host && session.sameNode(rank, replica * s.stages + k);
   std::shared_ptr<ProcessGroup> link, copies;
-  // "hierarchical" concerns all-reduces: the stages' messages go as under "auto".
-  const bool gloo_collective =
-      s.collective != "auto" && s.collective != "shared_memory" && s.collective != "hierarchical";
+  const bool gloo_collective = !pipeline::stagesMayShareMemory(s);
   if (gloo_collective) options.algorithm = s.collective;
   if (gloo_collective || !one_host) {
     options.prefix = prefix + "/replica/" + std::to_string(replica);

@@ -23,6 +23,9 @@ HierarchicalProcessGroup::HierarchicalProcessGroup(Store& store, int rank, Hiera
   const int world = static_cast<int>(node_of.size());
   if (rank < 0 || rank >= world)
     throw CommError("hierarchical group: rank " + std::to_string(rank) + " of " + std::to_string(world));
+  if (!options_.rank_hosts.empty() && options_.rank_hosts.size() != node_of.size())
+    throw CommError("hierarchical group: " + std::to_string(options_.rank_hosts.size()) +
+                    " hosts named for " + std::to_string(world) + " ranks");
   for (int r = 1; r < world; ++r)
     if (node_of[static_cast<size_t>(r)] != node_of[static_cast<size_t>(r) - 1] &&
         std::find(node_of.begin(), node_of.begin() + r, node_of[static_cast<size_t>(r)]) !=
@@ -55,19 +58,15 @@ HierarchicalProcessGroup::HierarchicalProcessGroup(Store& store, int rank, Hiera
   g.algorithm = options_.algorithm;
   g.address = options_.address;
   g.timeout = options_.timeout;
-  const auto host_of_rank = [&](int r) {
-    const auto node = static_cast<size_t>(node_of[static_cast<size_t>(r)]);
-    return node < options_.host_of_node.size() ? options_.host_of_node[node] : std::string();
-  };
   if (leader_index >= 0 && leaders_.size() > 1) {
     g.prefix = options_.prefix + "/leaders";
-    for (int leader : leaders_) g.rank_hosts.push_back(host_of_rank(leader));
+    if (!options_.rank_hosts.empty())
+      for (int leader : leaders_) g.rank_hosts.push_back(options_.rank_hosts[static_cast<size_t>(leader)]);
     leaders_group_ =
         std::make_shared<GlooProcessGroup>(store, leader_index, static_cast<int>(leaders_.size()), g);
   }
   g.prefix = options_.prefix + "/flat";
-  g.rank_hosts.clear();
-  for (int r = 0; r < world; ++r) g.rank_hosts.push_back(host_of_rank(r));
+  g.rank_hosts = options_.rank_hosts;
   flat_ = std::make_shared<GlooProcessGroup>(store, rank, world, g);
 }
 
@@ -78,43 +77,48 @@ std::string HierarchicalProcessGroup::describe() const {
          options_.algorithm + ") between their leaders)";
 }
 
-template <typename T>
-void HierarchicalProcessGroup::hierarchicalAllReduce(T* data, int64_t n) {
+std::string HierarchicalProcessGroup::hostOf(int rank) const {
+  return static_cast<size_t>(rank) < options_.rank_hosts.size()
+             ? " on " + options_.rank_hosts[static_cast<size_t>(rank)]
+             : std::string();
+}
+
+CommError HierarchicalProcessGroup::failedInsideHost(int64_t n, const CommError& e) const {
   const std::vector<int>& node_of = options_.node_of_rank;
-  const auto host = [&](int node) {
-    return static_cast<size_t>(node) < options_.host_of_node.size()
-               ? " on " + options_.host_of_node[static_cast<size_t>(node)]
-               : std::string();
-  };
   const int first = static_cast<int>(std::find(node_of.begin(), node_of.end(), node_) - node_of.begin());
   const int last = static_cast<int>(node_of.rend() - std::find(node_of.rbegin(), node_of.rend(), node_)) - 1;
-  const std::string inside = "hierarchical all-reduce of " + std::to_string(n) + " values, inside node " +
-                             std::to_string(node_) + " (" + rangeText(first, last) + host(node_) +
-                             ", there numbered from 0): ";
+  return CommError("hierarchical all-reduce of " + std::to_string(n) + " values, inside node " +
+                   std::to_string(node_) + " (" + rangeText(first, last) + hostOf(first) +
+                   ", there numbered from 0): " + e.what());
+}
+
+CommError HierarchicalProcessGroup::failedBetweenLeaders(int64_t n, const CommError& e) const {
+  std::string who;
+  for (size_t i = 0; i < leaders_.size(); ++i)
+    who += (i ? ", " : "") + std::to_string(i) + " = rank " + std::to_string(leaders_[i]) + " (node " +
+           std::to_string(options_.node_of_rank[static_cast<size_t>(leaders_[i])]) + hostOf(leaders_[i]) +
+           ")";
+  return CommError("hierarchical all-reduce of " + std::to_string(n) +
+                   " values, between the hosts' leaders (there numbered " + who + "): " + e.what());
+}
+
+template <typename T>
+void HierarchicalProcessGroup::hierarchicalAllReduce(T* data, int64_t n) {
   try {
     if (local_) local_->allReduceSum(data, n);
   } catch (const CommError& e) {
-    throw CommError(inside + e.what());
+    throw failedInsideHost(n, e);
   }
-  if (leaders_group_) {
-    try {
-      leaders_group_->allReduceSum(data, n);
-    } catch (const CommError& e) {
-      std::string who;
-      for (size_t i = 0; i < leaders_.size(); ++i) {
-        const int node = node_of[static_cast<size_t>(leaders_[i])];
-        who += (i ? ", " : "") + std::to_string(i) + " = rank " + std::to_string(leaders_[i]) + " (node " +
-               std::to_string(node) + host(node) + ")";
-      }
-      throw CommError("hierarchical all-reduce of " + std::to_string(n) +
-                      " values, between the hosts' leaders (there numbered " + who + "): " + e.what());
-    }
+  try {
+    if (leaders_group_) leaders_group_->allReduceSum(data, n);
+  } catch (const CommError& e) {
+    throw failedBetweenLeaders(n, e);
   }
   try {
     if (local_)
       local_->broadcastBytes(reinterpret_cast<uint8_t*>(data), n * static_cast<int64_t>(sizeof(T)), 0);
   } catch (const CommError& e) {
-    throw CommError(inside + e.what());
+    throw failedInsideHost(n, e);
   }
 }
 

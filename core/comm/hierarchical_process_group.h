@@ -31,12 +31,13 @@
 
 #include "core/comm/process_group.h"
 #include "core/comm/store.h"
+#include "core/errors.h"
 
 namespace dtrain {
 
 struct HierarchyOptions {
   std::vector<int> node_of_rank;             // the host (node) of every rank
-  std::vector<std::string> host_of_node;     // for messages, by node: "10.0.0.2"
+  std::vector<std::string> rank_hosts;       // for messages, by rank (as GlooOptions's); may be empty
   std::string address = "127.0.0.1";         // where this rank's Gloo devices listen
   std::string algorithm = "auto";            // the leaders' (and the flat group's) Gloo all-reduce
   std::chrono::milliseconds timeout{30000};  // of joining and of every call
@@ -68,6 +69,10 @@ class HierarchicalProcessGroup : public ProcessGroup {
  private:
   template <typename T>
   void hierarchicalAllReduce(T* data, int64_t n);
+  // What a failure of an all-reduce of n values says, built only when one happens.
+  CommError failedInsideHost(int64_t n, const CommError& e) const;
+  CommError failedBetweenLeaders(int64_t n, const CommError& e) const;
+  std::string hostOf(int rank) const;  // " on HOST", or "" when not known
 
   const int rank_;
   const HierarchyOptions options_;

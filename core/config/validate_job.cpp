@@ -447,18 +447,14 @@ void checkCluster(const Checker& c, const ClusterSection& cl, bool under_launche
   c.oneOf("cluster.from", cl.from, {"", "tf_config", "job"});
   if (cl.from == "tf_config") {
     checkClusterFromTfConfig(c, cl);
-  } else if (under_launcher) {
-    // The launcher's MASTER_ADDR stands in for a coordinator not given.
-    std::string problem;
-    if (!cl.coordinator.empty() && !parseHostPort(cl.coordinator, &problem))
-      c.fail("cluster.coordinator", problem + " (got " + quoteString(cl.coordinator) + ")");
   } else {
-    if (cl.coordinator.empty() && !c.given("cluster.coordinator"))
+    // Under a launcher its MASTER_ADDR stands in for a coordinator not given.
+    if (cl.coordinator.empty() && !under_launcher && !c.given("cluster.coordinator"))
       c.failSection("cluster",
                     "needs coordinator = \"host:port\" (where node 0 serves the rendezvous, like "
                     "\"10.0.0.1:29500\"), or from = \"tf_config\"");
     std::string problem;
-    if (!parseHostPort(cl.coordinator, &problem))
+    if (!(under_launcher && cl.coordinator.empty()) && !parseHostPort(cl.coordinator, &problem))
       c.fail("cluster.coordinator", problem + " (got " + quoteString(cl.coordinator) + ")");
   }
   // Under a launcher the token may come from the launch, the ranks from its processes.

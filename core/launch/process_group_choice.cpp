@@ -49,14 +49,12 @@ std::shared_ptr<ProcessGroup> connectHostGroup(Store& store, const Membership& m
     h.timeout = timeout;
     for (const PeerInfo& p : membership.peers) {
       h.node_of_rank.push_back(p.node);
-      if (static_cast<size_t>(p.node) >= h.host_of_node.size())
-        h.host_of_node.resize(static_cast<size_t>(p.node) + 1);
-      h.host_of_node[static_cast<size_t>(p.node)] = p.host;
+      h.rank_hosts.push_back(p.host);
     }
     return std::make_shared<HierarchicalProcessGroup>(store, membership.rank, h);
   }
   GlooOptions g;
-  g.algorithm = choice == "auto" || choice == "hierarchical" ? "auto" : choice;
+  g.algorithm = choice;  // "auto" or a Gloo algorithm: the others returned above
   for (const PeerInfo& p : membership.peers) g.rank_hosts.push_back(p.host);
   g.address = address;
   g.timeout = timeout;

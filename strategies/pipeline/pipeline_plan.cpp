@@ -24,9 +24,7 @@ constexpr double kSecondsPerGlooFloat = 2.5e-9;
 // it and the job runs on one host (several hosts: priced as Gloo, which the
 // stages of a replica spread over hosts use).
 double secondsPerCopiedFloat(const JobConfig& job) {
-  const std::string& c = job.strategy.collective;
-  const bool shared =
-      (c == "auto" || c == "shared_memory" || c == "hierarchical") && job.cluster.hosts.size() <= 1;
+  const bool shared = stagesMayShareMemory(job.strategy) && job.cluster.hosts.size() <= 1;
   return shared ? kSecondsPerSharedFloat : kSecondsPerGlooFloat;
 }
 
@@ -66,6 +64,10 @@ std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, b
       specs, whole.inputShape(), registry, layerDefaultsOf(job.model), rows, kTimedPasses, device);
   for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i];
   return costs;
+}
+
+bool stagesMayShareMemory(const StrategySection& s) {
+  return s.collective == "auto" || s.collective == "shared_memory" || s.collective == "hierarchical";
 }
 
 int64_t microBatchRows(const StrategySection& s, int64_t batch_size) {

@@ -39,6 +39,11 @@ struct PipelinePlan {
 // `micro_batches` (the largest, when they differ).
 int64_t microBatchRows(const StrategySection& s, int64_t batch_size);
 
+// Whether [strategy] collective lets a replica's stages on one host message
+// through shared memory: any value but a Gloo algorithm ("hierarchical"
+// concerns all-reduces, so the stages' messages go as under "auto").
+bool stagesMayShareMemory(const StrategySection& s);
+
 // `costs`: per layer of `whole` (pipelineCosts, with measured seconds or
 // predicted ones). Throws ConfigError naming the layer or the key.
 PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::vector<LayerCost>& costs);

@@ -23,8 +23,7 @@ namespace {
 HierarchyOptions layout(const std::vector<int>& node_of_rank) {
   HierarchyOptions o;
   o.node_of_rank = node_of_rank;
-  for (int node = 0; node <= *std::max_element(node_of_rank.begin(), node_of_rank.end()); ++node)
-    o.host_of_node.push_back("10.0.0." + std::to_string(node + 1));
+  for (int node : node_of_rank) o.rank_hosts.push_back("10.0.0." + std::to_string(node + 1));
   o.timeout = std::chrono::seconds(20);
   o.shm_slot_bytes = 4096;  // 1024 floats a chunk: the counts below take several
   return o;
