@@ -83,6 +83,9 @@ std::shared_ptr<Strategy> makePipeline(const JobConfig& job, WorkerSession& sess
 
 std::shared_ptr<Strategy> makeStrategy(const JobConfig& job, WorkerSession& session) {
   if (job.strategy.type == "pipeline") return makePipeline(job, session);
+  if (job.cluster.elastic &&
+      (job.strategy.type == "mirrored" || job.strategy.type == "multi_worker_mirrored"))
+    return std::make_shared<MirroredStrategy>(job.strategy.type, session.group(), /*elastic=*/true);
   if (job.strategy.type != "parameter_server") return makeStrategy(job.strategy, session.group());
   std::vector<std::string> endpoints;
   const auto timeout = secondsToMillis(job.cluster.join_timeout_s);

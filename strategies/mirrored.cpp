@@ -1,5 +1,6 @@
 #include "strategies/mirrored.h"
 
+#include <csignal>
 #include <utility>
 #include <vector>
 
@@ -8,8 +9,8 @@
 
 namespace dtrain {
 
-MirroredStrategy::MirroredStrategy(std::string name, std::shared_ptr<ProcessGroup> group)
-    : name_(std::move(name)), group_(std::move(group)) {}
+MirroredStrategy::MirroredStrategy(std::string name, std::shared_ptr<ProcessGroup> group, bool elastic)
+    : name_(std::move(name)), group_(std::move(group)), elastic_(elastic) {}
 
 MirroredStrategy::~MirroredStrategy() = default;
 
@@ -41,8 +42,26 @@ StepFigures MirroredStrategy::step(const StepInput& in) {
   if (worldSize() == 1) return local_->runAlone(in);
   // Synchronised statistics need samples on every rank; an epoch's last
   // global batch smaller than the rank count is skipped by all ranks alike.
-  if (gradients_->syncsBatchStats() && in.batch.global_size < worldSize()) return StepFigures{};
-  return local_->update(in, gradients_->compute(in));
+  if (gradients_->syncsBatchStats() && in.batch.global_size < worldSize()) {
+    if (!elastic_) return StepFigures{};
+    return agreeOnStep(in, BatchFigures{}, false);
+  }
+  if (!elastic_) return local_->update(in, gradients_->compute(in));
+  return agreeOnStep(in, gradients_->compute(in), true);
+}
+
+StepFigures MirroredStrategy::agreeOnStep(const StepInput& in, const BatchFigures& mine, bool update) {
+  double figs[5] = {mine.loss_sum, static_cast<double>(mine.correct), static_cast<double>(mine.samples),
+                    in.stop ? 1.0 : 0.0, in.regroup ? 1.0 : 0.0};
+  group_->allReduceSum(figs, 5);
+  StepFigures f = update ? local_->update(in, mine) : StepFigures{};
+  f.host.loss_sum = figs[0];
+  f.host.correct = static_cast<int64_t>(figs[1]);
+  f.host.samples = static_cast<int64_t>(figs[2]);
+  f.agreed = true;
+  f.stop = figs[3] > 0 ? (in.stop ? in.stop : SIGTERM) : 0;
+  f.regroup = figs[4] > 0;
+  return f;
 }
 
 void MirroredStrategy::agreeOnBuffers(ParamStore& buffers) {

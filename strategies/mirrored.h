@@ -11,6 +11,11 @@
 // sync_batchnorm the ranks' collectives carry the batch statistics during
 // the passes instead, so the gradients are summed after backward; an epoch's
 // last global batch smaller than the rank count is then skipped by every rank.
+//
+// In an elastic run ([cluster] elastic) a step's figures, stop and regroup
+// requests are summed before the update, so a step is whole on a rank or
+// not begun: every collective that a lost peer can break comes before the
+// rank changes its parameters.
 #pragma once
 #include <memory>
 #include <string>
@@ -24,7 +29,7 @@ namespace dtrain {
 
 class MirroredStrategy : public Strategy {
  public:
-  MirroredStrategy(std::string name, std::shared_ptr<ProcessGroup> group);
+  MirroredStrategy(std::string name, std::shared_ptr<ProcessGroup> group, bool elastic = false);
   ~MirroredStrategy() override;
   std::string name() const override { return name_; }
   int rank() const override { return group_->rank(); }
@@ -41,11 +46,15 @@ class MirroredStrategy : public Strategy {
   void agreeOnBuffers(ParamStore& buffers) override;
 
  private:
+  // An elastic run's step from its gradients (summed already): the figures,
+  // stop and regroup requests summed over the ranks, then the update.
+  StepFigures agreeOnStep(const StepInput& in, const BatchFigures& mine, bool update);
   // All-reduces the gradient range [begin, end) of replica 0's buffer.
   void reduceGradients(float* grads, int64_t n);
 
   std::string name_;
   std::shared_ptr<ProcessGroup> group_;
+  bool elastic_ = false;
   std::unique_ptr<LocalStep> local_;
   std::unique_ptr<GradientSum> gradients_;
 };

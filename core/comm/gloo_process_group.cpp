@@ -9,6 +9,7 @@
 #include <gloo/types.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <utility>
@@ -77,6 +78,9 @@ class GlooProcessGroup::Impl {
   // Point-to-point sends started and not yet waited for, with their peers.
   std::vector<std::pair<std::unique_ptr<gloo::transport::UnboundBuffer>, int>> sends_;
   std::string failure_;  // the first failure; set = unusable
+
+ public:
+  std::atomic<bool> abandoned_{false};  // set from any thread (abandon())
 };
 
 GlooProcessGroup::Impl::Impl(Store& store, int rank, int size, GlooOptions opts)
@@ -120,7 +124,7 @@ GlooProcessGroup::Impl::Impl(Store& store, int rank, int size, GlooOptions opts)
 }
 
 GlooProcessGroup::Impl::~Impl() {
-  if (context_ && failure_.empty() && size > 1 && std::uncaught_exceptions() == 0) {
+  if (context_ && failure_.empty() && !abandoned_ && size > 1 && std::uncaught_exceptions() == 0) {
     try {
       barrier();
     } catch (const std::exception&) {
@@ -147,6 +151,12 @@ template <typename Body>
 void GlooProcessGroup::Impl::collective(const std::string& operation, Body&& body) {
   if (!failure_.empty())
     throw CommError(operation + ": the group failed earlier (" + failure_ + "); it cannot be used again");
+  if (abandoned_) {
+    // Closing now fails the peers' waits on this rank at once.
+    failure_ = "the run is re-forming its group";
+    closeConnections();
+    throw CommError(operation + ": " + failure_);
+  }
   try {
     body();
     return;
@@ -309,6 +319,8 @@ GlooProcessGroup::~GlooProcessGroup() = default;
 
 int GlooProcessGroup::rank() const { return impl_->rank; }
 int GlooProcessGroup::size() const { return impl_->size; }
+void GlooProcessGroup::abandon() { impl_->abandoned_ = true; }
+
 std::string GlooProcessGroup::describe() const { return "gloo (" + impl_->options.algorithm + ")"; }
 
 void GlooProcessGroup::allReduceSum(float* data, int64_t n) { impl_->allReduceSum(data, n, "floats"); }

@@ -78,6 +78,7 @@ class GlooProcessGroup : public ProcessGroup {
   void allGather(const float* in, int64_t n, float* out) override;
   void reduceScatterSum(float* data, const std::vector<int64_t>& counts) override;
   void barrier() override;
+  void abandon() override;
   void sendAsync(const void* data, int64_t bytes, int to, uint32_t tag) override;
   void recv(void* data, int64_t bytes, int from, uint32_t tag) override;
   void waitSends() override;

@@ -145,4 +145,9 @@ void HierarchicalProcessGroup::recv(void* data, int64_t bytes, int from, uint32_
 }
 void HierarchicalProcessGroup::waitSends() { flat_->waitSends(); }
 
+void HierarchicalProcessGroup::abandon() {
+  for (ProcessGroup* g : {local_.get(), leaders_group_.get(), flat_.get()})
+    if (g) g->abandon();
+}
+
 }  // namespace dtrain

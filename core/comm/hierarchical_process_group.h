@@ -65,6 +65,7 @@ class HierarchicalProcessGroup : public ProcessGroup {
   void sendAsync(const void* data, int64_t bytes, int to, uint32_t tag) override;
   void recv(void* data, int64_t bytes, int from, uint32_t tag) override;
   void waitSends() override;
+  void abandon() override;
 
  private:
   template <typename T>

@@ -46,6 +46,13 @@ class ProcessGroup {
   virtual void recv(void* data, int64_t bytes, int from, uint32_t tag);
   // Waits until every send started has been handed over.
   virtual void waitSends();
+
+  // The run is re-forming its group (an elastic run lost a rank): callable
+  // from any thread, never throws. A call waiting on shared memory throws at
+  // its next check; every later call throws at once; the destructor then
+  // waits for no peer. A wait inside Gloo cannot be woken: it ends at its
+  // deadline, or when a peer's closed connection fails it.
+  virtual void abandon() {}
 };
 
 }  // namespace dtrain

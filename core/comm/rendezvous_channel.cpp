@@ -106,6 +106,16 @@ void RendezvousChannel::setAbortHandler(AbortHandler handler) {
   on_abort_ = std::move(handler);
 }
 
+void RendezvousChannel::setRegroupHandler(RegroupHandler handler) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  on_regroup_ = std::move(handler);
+}
+
+std::optional<std::string> RendezvousChannel::regroupReason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return regroup_reason_;
+}
+
 void RendezvousChannel::abort(const std::string& reason, bool notify) {
   AbortHandler handler;
   {
@@ -214,6 +224,18 @@ void RendezvousChannel::dispatch(const wire::Message& message) {
     abort(notice->reason, true);
     return;
   }
+  if (auto* notice = std::get_if<wire::RegroupNotice>(&message.body)) {
+    RegroupHandler handler;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (regroup_reason_ || abort_reason_) return;
+      regroup_reason_ = notice->reason;
+      handler = on_regroup_;
+    }
+    next_beat_ = RendezvousClock::now();  // the answer: this worker is alive
+    if (handler) handler(notice->reason);
+    return;
+  }
   if (message.request_id & kHeartbeatIdBit) {
     // A refused heartbeat of a formed group: the coordinator has dropped us
     // (lost, aborted, restarted); nothing this worker does can succeed now.
@@ -221,7 +243,7 @@ void RendezvousChannel::dispatch(const wire::Message& message) {
     bool joined = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      joined = beating_ && generation_ > 0;
+      joined = beating_ && generation_ > 0 && !regroup_reason_;
     }
     if (refused && joined)
       abort("the coordinator at " + endpoint_ + " dropped this worker: " + refused->reason, true);

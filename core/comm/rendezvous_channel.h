@@ -30,6 +30,7 @@ namespace dtrain {
 class RendezvousChannel {
  public:
   using AbortHandler = std::function<void(const std::string& reason)>;
+  using RegroupHandler = std::function<void(const std::string& reason)>;
 
   // Connects (ZeroMQ connects in the background and queues until then).
   // Throws CommError for an endpoint that is not tcp://HOST:PORT.
@@ -55,6 +56,11 @@ class RendezvousChannel {
   void abortLocally(const std::string& reason);
   std::optional<std::string> abortReason() const;
   void setAbortHandler(AbortHandler handler);
+  // An elastic run's regroup notice: the handler runs once, on the I/O thread;
+  // a heartbeat answers at once (this worker is alive), heartbeats go on, and
+  // refusals of them no longer abort (the group is over; the worker joins again).
+  void setRegroupHandler(RegroupHandler handler);
+  std::optional<std::string> regroupReason() const;
 
   // Whether any message has come from the coordinator yet.
   bool heardFromCoordinator() const { return heard_; }
@@ -91,6 +97,8 @@ class RendezvousChannel {
   uint64_t next_request_id_ = 1;
   std::optional<std::string> abort_reason_;
   AbortHandler on_abort_;
+  RegroupHandler on_regroup_;
+  std::optional<std::string> regroup_reason_;
   bool beating_ = false;
   uint64_t generation_ = 0;
 

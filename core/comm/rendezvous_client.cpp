@@ -211,6 +211,10 @@ void RendezvousClient::leave() {
   left_ = true;
 }
 
+void RendezvousClient::onRegroup(std::function<void(const std::string& reason)> callback) {
+  channel_.setRegroupHandler(std::move(callback));
+}
+
 void RendezvousClient::onAbort(std::function<void(const std::string& reason)> callback) {
   channel_.setAbortHandler(std::move(callback));
 }

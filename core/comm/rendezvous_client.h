@@ -54,6 +54,11 @@ class RendezvousClient : public Store {
   // rank, a lost rank, a lost coordinator). Register before join().
   void onAbort(std::function<void(const std::string& reason)> callback);
   std::optional<std::string> abortReason() const { return channel_.abortReason(); }
+  // Called once, on the I/O thread, when an elastic run's coordinator ends
+  // this group to form the next from its survivors (RendezvousChannel).
+  // Register before join().
+  void onRegroup(std::function<void(const std::string& reason)> callback);
+  std::optional<std::string> regroupReason() const { return channel_.regroupReason(); }
 
   // Store, over the coordinator's table for this generation.
   void set(const std::string& key, const Bytes& value) override;

@@ -72,6 +72,8 @@ RendezvousStatus RendezvousCoordinator::status() const {
     s.lost = group_->lostRanks();
   }
   if (join_failure_) s.failure = join_failure_;
+  s.lost_pids = lost_pids_;
+  s.regrouping = regroup_.has_value();
   return s;
 }
 
@@ -133,6 +135,9 @@ void RendezvousCoordinator::handleJoin(const std::string& identity, uint64_t req
   if (!sameToken(r.token, config_.token))
     return refuseJoin("wrong token for job " + quoted(config_.job_id) +
                       ": every host of a run must use the same job token");
+  if (config_.elastic.enabled && group_ && !gathering_ &&
+      handleElasticJoin(identity, request_id, r, now, out))
+    return;
   if (!gathering_) {
     if (group_->live())
       return refuseJoin("the group of generation " + std::to_string(group_->generation()) +
@@ -157,6 +162,7 @@ void RendezvousCoordinator::form(RendezvousClock::time_point now, Outbox& out) {
   for (const auto& j : roster_.joiners()) identities.push_back(j->identity);
   group_.emplace(next_generation_++, roster_.peers(), identities, config_.heartbeat_timeout, config_.log, now,
                  config_.survivable, config_.max_survivable_losses);
+  if (config_.elastic.enabled) group_->setElastic();
   gathering_ = false;
   join_failure_.reset();
 
@@ -176,6 +182,13 @@ void RendezvousCoordinator::form(RendezvousClock::time_point now, Outbox& out) {
 void RendezvousCoordinator::handleHeartbeat(const std::string& identity, uint64_t request_id,
                                             const wire::Heartbeat& beat, RendezvousClock::time_point now,
                                             Outbox& out) {
+  // A rank of a group that is over beats on while it leaves its step to join again.
+  if (regroup_) {
+    if (int rank = regroup_->rankOfIdentity(identity); rank >= 0) {
+      regroup_->heardFrom(rank, now);
+      return out.send(identity, request_id, wire::Ok{});
+    }
+  }
   // A worker waiting for its group beats with generation 0 ...
   if (gathering_ && roster_.rankOfIdentity(identity) >= 0) return out.send(identity, request_id, wire::Ok{});
   // ... and may still do so just after the group formed, before it read its welcome.
@@ -225,6 +238,7 @@ void RendezvousCoordinator::lose(int rank, const std::string& why, Outbox& out) 
 void RendezvousCoordinator::tick(RendezvousClock::time_point now, Outbox& out) {
   if (gathering_) tickGathering(now, out);
   if (group_) group_->tick(now, out);
+  if (config_.elastic.enabled) tickElastic(now, out);
 }
 
 void RendezvousCoordinator::tickGathering(RendezvousClock::time_point now, Outbox& out) {

@@ -11,12 +11,15 @@
 // Ownership: owned by the server's thread; not thread-safe.
 #pragma once
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/comm/rendezvous_group.h"
 #include "core/comm/rendezvous_outbox.h"
+#include "core/comm/rendezvous_regroup.h"
 #include "core/comm/rendezvous_roster.h"
 #include "core/comm/rendezvous_types.h"
 #include "core/comm/wire.h"
@@ -30,6 +33,10 @@ struct RendezvousStatus {
   // Why that group aborted, or why a later gathering failed.
   std::optional<std::string> failure;
   std::vector<int> lost;  // ranks of that group lost and survived, in order
+  // An elastic run: the pids of every process it lost (their hosts end those
+  // still there, frozen ones say), and whether a regroup is under way.
+  std::vector<int> lost_pids;
+  bool regrouping = false;
 };
 
 class RendezvousCoordinator {
@@ -50,6 +57,9 @@ class RendezvousCoordinator {
   RendezvousStatus status() const;
   // The latest group's `rank` is gone (its host saw its process die): see RendezvousGroup::lose.
   void lose(int rank, const std::string& why, Outbox& out);
+  // The process `pid` of node `node` in the latest group is gone (its host
+  // saw it die): lost at once. An elastic run regroups without it; otherwise as lose().
+  void loseProcess(int node, int pid, const std::string& why, Outbox& out);
 
  private:
   void handleJoin(const std::string& identity, uint64_t request_id, const JoinRequest& request,
@@ -63,6 +73,24 @@ class RendezvousCoordinator {
   void form(RendezvousClock::time_point now, Outbox& out);
   void tickGathering(RendezvousClock::time_point now, Outbox& out);
 
+  // Elastic runs (rendezvous_coordinator_elastic.cpp).
+  // A join once the first group has formed: a member joining again, or a
+  // replacement. False when the latest group has ended for good (the join
+  // then starts gathering a new run).
+  bool handleElasticJoin(const std::string& identity, uint64_t request_id, const JoinRequest& request,
+                         RendezvousClock::time_point now, Outbox& out);
+  void park(const Joiner& joiner, RendezvousClock::time_point now, Outbox& out);
+  // Ends the live group; its ranks in `losses` are lost, the others awaited.
+  void beginRegroup(const std::string& reason, const std::vector<std::pair<int, std::string>>& losses,
+                    RendezvousClock::time_point now, Outbox& out);
+  void finishRegroupIfSettled(RendezvousClock::time_point now, Outbox& out);
+  void formElastic(std::vector<Joiner> members, const std::string& change, const std::string& stop,
+                   RendezvousClock::time_point now, Outbox& out);
+  void tickElastic(RendezvousClock::time_point now, Outbox& out);
+  bool cooling(int node, RendezvousClock::time_point now) const;
+  // Notes the regroup's losses against the restart and cool-down limits.
+  void countLosses(RendezvousClock::time_point now);
+
   std::string describeSender(const std::string& identity) const;
   void log(const std::string& line) const;
 
@@ -75,6 +103,17 @@ class RendezvousCoordinator {
 
   std::optional<RendezvousGroup> group_;  // the latest formed
   uint64_t next_generation_ = 1;
+
+  std::optional<RendezvousRegroup> regroup_;  // between two generations of an elastic run
+  struct Waiting {
+    Joiner joiner;
+    RendezvousClock::time_point since;
+  };
+  std::vector<Waiting> waiting_;                      // replacements not yet taken in
+  std::deque<RendezvousClock::time_point> restarts_;  // regroups after losses, within the window
+  std::map<int, std::deque<RendezvousClock::time_point>> node_losses_;
+  std::map<int, RendezvousClock::time_point> cooling_until_;
+  std::vector<int> lost_pids_;
 };
 
 }  // namespace dtrain

@@ -175,6 +175,12 @@ void RendezvousGroup::tick(RendezvousClock::time_point now, Outbox& out) {
 
 void RendezvousGroup::lose(int rank, const std::string& why, Outbox& out) {
   if (!live() || rank < 0 || rank >= worldSize() || left_[static_cast<size_t>(rank)]) return;
+  if (elastic_) {
+    for (const auto& [r, w] : regroup_losses_)
+      if (r == rank) return;
+    regroup_losses_.emplace_back(rank, why);
+    return;
+  }
   if (survivable_[static_cast<size_t>(rank)] && lostCount() < max_survivable_losses_)
     return dropLost(rank, why, out);
   std::string reason = "lost " + describeRank(rank) + ": " + why;
@@ -183,6 +189,24 @@ void RendezvousGroup::lose(int rank, const std::string& why, Outbox& out) {
               " already, as many as [strategy] min_workers allows)";
   // The lost rank is told too: if it was only cut off for a while, it learns it was dropped.
   abort(reason, -1, out);
+}
+
+void RendezvousGroup::endForRegroup(const std::string& reason, Outbox& out) {
+  if (!live()) return;
+  end_reason_ = "the group of generation " + std::to_string(generation_) + " is over: " + reason;
+  wire::RegroupNotice notice;
+  notice.generation = generation_;
+  notice.reason = reason;
+  for (size_t r = 0; r < identities_.size(); ++r)
+    if (!left_[r]) out.send(identities_[r], 0, notice);
+  for (const ParkedRead& p : key_values_.takeAll()) out.refuse(p.identity, p.request_id, end_reason_);
+  for (const StrandedArrival& s : barriers_.takeAll(worldSize()))
+    out.refuse(s.arrival.identity, s.arrival.request_id, end_reason_);
+}
+
+void RendezvousGroup::setKey(const std::string& key, const Bytes& value, Outbox& out) {
+  key_values_.set(key, value);
+  answerParkedReads(out);
 }
 
 void RendezvousGroup::dropLost(int rank, const std::string& why, Outbox& out) {

@@ -1,8 +1,8 @@
 // RendezvousGroup: one formed generation on the coordinator. Its ranks'
 // key-value table and barriers, their heartbeats, an abort (told to every
 // rank still in the group, failing whatever waits) and their leaving. A
-// group ends aborted or with every rank gone; it is never revived (the next
-// group gets a new generation).
+// group ends aborted, with every rank gone, or (an elastic run) handed over
+// to a regroup; it is never revived (the next group gets a new generation).
 // Ownership: owned by RendezvousCoordinator; not thread-safe.
 #pragma once
 #include <chrono>
@@ -58,6 +58,19 @@ class RendezvousGroup {
   int lostCount() const { return static_cast<int>(lost_.size()); }
   const std::vector<int>& lostRanks() const { return lost_; }
 
+  // An elastic run: a lost rank neither aborts the group nor is dropped from
+  // it; it waits in takeRegroupLosses() for the coordinator to regroup.
+  void setElastic() { elastic_ = true; }
+  std::vector<std::pair<int, std::string>> takeRegroupLosses() { return std::move(regroup_losses_); }
+  // Ends the group for a regroup: every rank still in it gets a
+  // RegroupNotice, parked reads and barriers are refused with `reason`.
+  void endForRegroup(const std::string& reason, Outbox& out);
+  // Sets a key as a rank's set would (parked reads of it are answered).
+  void setKey(const std::string& key, const Bytes& value, Outbox& out);
+  bool hasKey(const std::string& key) const { return key_values_.find(key) != nullptr; }
+  const std::vector<PeerInfo>& peers() const { return peers_; }
+  const std::vector<std::string>& identities() const { return identities_; }
+
  private:
   void leave(int rank, const std::string& identity, uint64_t request_id, Outbox& out);
   void abort(const std::string& reason, int origin_rank, Outbox& out);
@@ -85,6 +98,8 @@ class RendezvousGroup {
   std::string lost_ranks_;  // kLostRanksKey's value
   std::string end_reason_;
   std::optional<std::string> abort_reason_;
+  bool elastic_ = false;
+  std::vector<std::pair<int, std::string>> regroup_losses_;  // (rank, why), not yet taken
 };
 
 }  // namespace dtrain

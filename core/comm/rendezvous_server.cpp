@@ -71,6 +71,16 @@ void RendezvousServer::reportLost(int rank, const std::string& why) {
   reported_lost_.emplace_back(rank, why);
 }
 
+void RendezvousServer::reportLostProcess(int node, int pid, const std::string& why) {
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  reported_lost_processes_.push_back(LostProcess{node, pid, why});
+}
+
+RendezvousStatus RendezvousServer::status() const {
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  return status_;
+}
+
 std::vector<int> RendezvousServer::lostRanks() const {
   std::lock_guard<std::mutex> lock(status_mutex_);
   return status_.lost;
@@ -114,11 +124,14 @@ void RendezvousServer::serveOnce() {
     sendAll(out);
   }
   std::vector<std::pair<int, std::string>> lost;
+  std::vector<LostProcess> lost_processes;
   {
     std::lock_guard<std::mutex> lock(status_mutex_);
     lost.swap(reported_lost_);
+    lost_processes.swap(reported_lost_processes_);
   }
   for (const auto& [rank, why] : lost) coordinator_.lose(rank, why, out);
+  for (const LostProcess& p : lost_processes) coordinator_.loseProcess(p.node, p.pid, p.why, out);
   coordinator_.tick(RendezvousClock::now(), out);
   publishStatus();
   sendAll(out);

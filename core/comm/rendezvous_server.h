@@ -53,6 +53,11 @@ class RendezvousServer {
   void reportLost(int rank, const std::string& why);
   // The latest group's ranks lost and survived, in order.
   std::vector<int> lostRanks() const;
+  // The process `pid` of node `node` (a worker the caller started) is gone:
+  // see RendezvousCoordinator::loseProcess. Any thread.
+  void reportLostProcess(int node, int pid, const std::string& why);
+  // All of the above at once.
+  RendezvousStatus status() const;
 
  private:
   void serve();
@@ -73,6 +78,12 @@ class RendezvousServer {
   mutable std::mutex status_mutex_;
   RendezvousStatus status_;
   std::vector<std::pair<int, std::string>> reported_lost_;  // guarded by status_mutex_
+  struct LostProcess {
+    int node = 0;
+    int pid = 0;
+    std::string why;
+  };
+  std::vector<LostProcess> reported_lost_processes_;  // guarded by status_mutex_
 };
 
 }  // namespace dtrain

@@ -62,6 +62,27 @@ struct ClientTimeouts {
 // line "RANK HOST" per rank, in the order they were lost.
 inline constexpr const char* kLostRanksKey = "lost_ranks";
 
+// An elastic run's keys, in a formed group's table: set while replacements
+// wait to join (the chief polls it at step boundaries); what the regroup
+// that formed this group changed (a line for the run's log); and why the run
+// must stop (a policy limit: the workers checkpoint and stop).
+inline constexpr const char* kElasticWaitingKey = "elastic/waiting";
+inline constexpr const char* kElasticChangeKey = "elastic/change";
+inline constexpr const char* kElasticStopKey = "elastic/stop";
+
+// In-job recovery ([cluster] elastic): a lost rank ends its group, and the
+// survivors form the next one (RendezvousRegroup), with replacements.
+struct ElasticPolicy {
+  bool enabled = false;
+  int min_workers = 1;   // fewer after a regroup: the run stops with a checkpoint
+  int max_restarts = 3;  // regroups after losses within restart_window; one more stops it
+  std::chrono::milliseconds restart_window{600000};
+  // A node that lost workers twice within restart_window: its replacements wait this long.
+  std::chrono::milliseconds host_cooldown{60000};
+  // A rank that does not answer the regroup notice within this is lost.
+  std::chrono::milliseconds answer_window{500};
+};
+
 // Receives the coordinator's log lines (one line each, no newline).
 using RendezvousLog = std::function<void(const std::string& line)>;
 
@@ -85,6 +106,7 @@ struct RendezvousServerConfig {
   // `max_survivable_losses` are lost; one more aborts the group.
   std::vector<bool> survivable;
   int max_survivable_losses = 0;
+  ElasticPolicy elastic;
   RendezvousLog log;  // may be empty; called from the server's thread
 };
 

@@ -72,14 +72,18 @@ std::string ShmProcessGroup::describe() const {
 void ShmProcessGroup::phase() {
   ++arrivals_;
   announceArrival(layout_->rank(rank_), arrivals_);
-  awaitArrivals(*layout_, rank_, arrivals_, options_.timeout, ShmWaitPurpose::Call);
+  awaitArrivals(*layout_, rank_, arrivals_, options_.timeout, ShmWaitPurpose::Call, &abandoned_);
 }
+
+void ShmProcessGroup::abandon() { abandoned_.store(true, std::memory_order_release); }
 
 template <typename Body>
 void ShmProcessGroup::collective(const std::string& operation, Body&& body) {
   if (!failure_.empty())
     throw CommError(who_ + ": " + operation + ": the group failed earlier (" + failure_ +
                     "); it cannot be used again");
+  if (abandoned_.load(std::memory_order_acquire)) failure_ = "the run is re-forming its group";
+  if (!failure_.empty()) throw CommError(who_ + ": " + operation + ": " + failure_);
   try {
     body();
     return;

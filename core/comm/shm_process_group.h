@@ -57,6 +57,7 @@
 // same segment mapped by every rank (36 MiB for 8 ranks at the default 4 MiB);
 // reserved up front. A group of 1 makes no segment.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -103,6 +104,7 @@ class ShmProcessGroup : public ProcessGroup {
   void allGather(const float* in, int64_t n, float* out) override;
   void reduceScatterSum(float* data, const std::vector<int64_t>& counts) override;
   void barrier() override;
+  void abandon() override;
 
  private:
   template <typename T>
@@ -124,6 +126,7 @@ class ShmProcessGroup : public ProcessGroup {
   std::unique_ptr<ShmLayout> layout_;  // over segment_; null for a group of 1
   uint64_t arrivals_ = 1;              // phases this rank has arrived at (joining is 1)
   std::string failure_;                // the first failure; set = unusable
+  std::atomic<bool> abandoned_{false};
 };
 
 }  // namespace dtrain

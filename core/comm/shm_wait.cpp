@@ -161,7 +161,7 @@ void announceArrival(ShmRankState& own, uint64_t arrivals) {
 }
 
 void awaitArrivals(const ShmLayout& layout, int self, uint64_t target, std::chrono::milliseconds timeout,
-                   ShmWaitPurpose purpose) {
+                   ShmWaitPurpose purpose, const std::atomic<bool>* abandoned) {
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + timeout;
   Clock::time_point nextCheck = start + kCheckEvery;
@@ -173,6 +173,8 @@ void awaitArrivals(const ShmLayout& layout, int self, uint64_t target, std::chro
     while (!arrived(peer, target)) {
       const Clock::time_point now = Clock::now();
       if (now >= nextCheck || now >= deadline) {
+        if (abandoned && abandoned->load(std::memory_order_acquire))
+          throw CommError("left the call: the run is re-forming its group");
         checkAwaitedCanCome(layout, self, r, target, purpose);
         nextCheck = now + kCheckEvery;
       }

@@ -3,6 +3,7 @@
 // and how it tells that a peer will never come (its process has exited, or it
 // left the group) without waiting out the deadline.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -41,8 +42,9 @@ enum class ShmWaitPurpose { Join, Call };
 // has exited" or "rank 1 left the group (...)". A peer that is there but does
 // not arrive makes it throw after `timeout`: "rank 1 did not take part within
 // 1 s" ("did not join" when joining). Pid checks are made only for peers in
-// this rank's pid namespace (as recorded in the layout).
+// this rank's pid namespace (as recorded in the layout). When `abandoned`
+// (may be null) turns true, it throws at its next check.
 void awaitArrivals(const ShmLayout& layout, int self, uint64_t target, std::chrono::milliseconds timeout,
-                   ShmWaitPurpose purpose);
+                   ShmWaitPurpose purpose, const std::atomic<bool>* abandoned = nullptr);
 
 }  // namespace dtrain

@@ -172,6 +172,10 @@ void put(Writer& w, const AbortNotice& m) {
   w.str(m.origin_host);
   w.str(m.reason);
 }
+void put(Writer& w, const RegroupNotice& m) {
+  w.u64(m.generation);
+  w.str(m.reason);
+}
 
 uint64_t generation(Reader& r) { return r.u64("generation"); }
 
@@ -286,6 +290,12 @@ Body readBody(MessageType type, Reader& r) {
       m.reason = r.str("reason");
       return m;
     }
+    case MessageType::kRegroupNotice: {
+      RegroupNotice m;
+      m.generation = r.u64("generation");
+      m.reason = r.str("reason");
+      return m;
+    }
   }
   throw WireError("unknown message type " + std::to_string(static_cast<int>(type)));
 }
@@ -328,6 +338,8 @@ const char* messageTypeName(MessageType type) {
       return "flag";
     case MessageType::kAbortNotice:
       return "abort notice";
+    case MessageType::kRegroupNotice:
+      return "regroup notice";
   }
   return "unknown";
 }

@@ -25,7 +25,7 @@
 namespace dtrain::wire {
 
 constexpr char kMagic[4] = {'D', 'T', 'R', 'Z'};
-constexpr uint16_t kProtocolVersion = 1;
+constexpr uint16_t kProtocolVersion = 2;
 constexpr size_t kHeaderBytes = 4 + 2 + 1 + 8;
 // Also each socket's ZMQ_MAXMSGSIZE: a peer cannot make us buffer more.
 constexpr size_t kMaxMessageBytes = size_t{64} << 20;
@@ -56,6 +56,7 @@ enum class MessageType : uint8_t {
   kNumber = 68,
   kFlag = 69,
   kAbortNotice = 70,
+  kRegroupNotice = 71,
 };
 
 // "join", "set", ...: for logs and errors.
@@ -155,8 +156,17 @@ struct AbortNotice {
   std::string reason;  // a full sentence naming the origin
 };
 
+// An elastic run's group is over and the next forms from its survivors: sent
+// unasked to every rank of it. A rank answers at once with a heartbeat (it is
+// alive), leaves the step under way and joins again.
+struct RegroupNotice {
+  static constexpr MessageType kType = MessageType::kRegroupNotice;
+  uint64_t generation = 0;  // of the group that is over
+  std::string reason;       // a full sentence: who was lost, or who asked
+};
+
 using Body = std::variant<Join, Set, Get, Wait, Add, Check, Barrier, Heartbeat, Abort, Leave, Welcome,
-                          Refused, Ok, Value, Number, Flag, AbortNotice>;
+                          Refused, Ok, Value, Number, Flag, AbortNotice, RegroupNotice>;
 
 struct Message {
   uint64_t request_id = 0;

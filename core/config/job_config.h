@@ -233,6 +233,20 @@ struct ClusterSection {
   double heartbeat_interval_s = 1;
   double heartbeat_timeout_s = 10;    // a peer silent this long is declared lost
   double collective_timeout_s = 300;  // deadline of one collective call
+  // In-job recovery (mirrored, multi_worker_mirrored): when a worker or a host
+  // is lost, the survivors re-form the group and go on from their memory, and
+  // a replacement started with the same command joins at a step boundary.
+  // Off by default: a recovered run equals an uninterrupted one up to float
+  // rounding (its sums run over another number of ranks), not bit for bit, and
+  // it keeps going on fewer workers (slower) where a stopped run would tell
+  // someone; a job says it wants that.
+  bool elastic = false;
+  // Regroups after losses allowed within restart_window_s; one more stops the
+  // run with a checkpoint (a regroup that only takes in replacements does not count).
+  int max_restarts = 3;
+  double restart_window_s = 600;
+  // A host that lost workers twice within restart_window_s is left out this long.
+  double host_cooldown_s = 60;
 };
 
 struct JobConfig {

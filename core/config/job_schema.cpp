@@ -112,6 +112,10 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(cluster, heartbeat_interval_s),
       DTRAIN_JOB_FIELD(cluster, heartbeat_timeout_s),
       DTRAIN_JOB_FIELD(cluster, collective_timeout_s),
+      DTRAIN_JOB_FIELD(cluster, elastic),
+      DTRAIN_JOB_FIELD(cluster, max_restarts),
+      DTRAIN_JOB_FIELD(cluster, restart_window_s),
+      DTRAIN_JOB_FIELD(cluster, host_cooldown_s),
   };
   return fields;
 }

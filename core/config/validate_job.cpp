@@ -442,6 +442,21 @@ void checkClusterFromTfConfig(const Checker& c, const ClusterSection& cl) {
     c.fail("cluster.hosts", "must not be given with from = \"tf_config\": TF_CONFIG lists the hosts");
 }
 
+// In-job recovery re-forms a group of replicas that are identical after every
+// step; it needs dtrain's own host processes, which keep the survivors running.
+void checkElastic(const Checker& c, const ClusterSection& cl, const StrategySection& s, bool under_launcher) {
+  if (!cl.elastic) return;
+  if (s.type != "mirrored" && s.type != "multi_worker_mirrored")
+    c.failOr("cluster.elastic", "strategy.type",
+             "recovers mirrored and multi_worker_mirrored runs, whose replicas are identical after every "
+             "step; strategy '" +
+                 s.type + "' keeps state a lost worker takes with it: set elastic = false");
+  if (under_launcher)
+    c.fail("cluster.elastic",
+           "needs dtrain's own processes on each host (`dtrain train` there); under a launcher use its "
+           "restarts, or start the hosts with `dtrain train --node N`");
+}
+
 void checkCluster(const Checker& c, const ClusterSection& cl, bool under_launcher) {
   if (!cl.present) return;
   c.oneOf("cluster.from", cl.from, {"", "tf_config", "job"});
@@ -467,6 +482,9 @@ void checkCluster(const Checker& c, const ClusterSection& cl, bool under_launche
   c.positive("cluster.heartbeat_interval_s", cl.heartbeat_interval_s);
   c.positive("cluster.heartbeat_timeout_s", cl.heartbeat_timeout_s);
   c.positive("cluster.collective_timeout_s", cl.collective_timeout_s);
+  c.intRange("cluster.max_restarts", cl.max_restarts, 0, 1000000);
+  c.positive("cluster.restart_window_s", cl.restart_window_s);
+  c.nonNegative("cluster.host_cooldown_s", cl.host_cooldown_s);
   // Reported at whichever of the two was written, in terms of that one.
   if (!(cl.heartbeat_interval_s < cl.heartbeat_timeout_s)) {
     if (c.given("cluster.heartbeat_interval_s") || !c.given("cluster.heartbeat_timeout_s"))
@@ -491,6 +509,7 @@ void validateJob(const JobConfig& job, bool under_launcher) {
   checkSchedule(c, job.schedule, job.optimizer.lr);
   checkStrategy(c, job.strategy, job.cluster, under_launcher);
   checkCluster(c, job.cluster, under_launcher);
+  checkElastic(c, job.cluster, job.strategy, under_launcher);
 }
 
 }  // namespace dtrain

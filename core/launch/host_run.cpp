@@ -153,6 +153,11 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     sc.join_timeout = secondsToMillis(job.cluster.join_timeout_s);
     sc.heartbeat_timeout = secondsToMillis(job.cluster.heartbeat_timeout_s);
     allowSurvivableLosses(job, plan.ranks(), sc);
+    sc.elastic.enabled = job.cluster.elastic;
+    sc.elastic.min_workers = job.strategy.min_workers;
+    sc.elastic.max_restarts = job.cluster.max_restarts;
+    sc.elastic.restart_window = secondsToMillis(job.cluster.restart_window_s);
+    sc.elastic.host_cooldown = secondsToMillis(job.cluster.host_cooldown_s);
     std::FILE* log = options.log;
     sc.log = [log](const std::string& line) {
       std::fprintf(log, "dtrain: coordinator: %s\n", line.c_str());
@@ -178,7 +183,8 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
       // A parameter server's shards are its last ranks: a lost one is named as what it is.
       if (rank >= worker_ranks)
         w.label = "parameter-server shard " + std::to_string(rank - worker_ranks) + " (" + w.label + ")";
-      w.survivable = survivableRank(job, plan.ranks(), rank);
+      // An elastic run goes on without any one worker.
+      w.survivable = survivableRank(job, plan.ranks(), rank) || job.cluster.elastic;
       w.argv.push_back(options.program);
       w.argv.insert(w.argv.end(), options.worker_args.begin(), options.worker_args.end());
       WorkerAssignment a;
@@ -209,18 +215,30 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
   auto survived = [&](size_t index, const std::string& what) {
     std::fprintf(options.log, "dtrain: node %d: %s; the run goes on without it\n", plan.node, what.c_str());
     std::fflush(options.log);
-    if (server) server->reportLost(launch_rank[index], what);
+    if (!server) return;
+    if (job.cluster.elastic)
+      server->reportLostProcess(plan.node, static_cast<int>(workers.pids()[index]), what);
+    else
+      server->reportLost(launch_rank[index], what);
   };
   WorkersOutcome out = workers.wait(
       [&]() -> std::string {
         if (server) {
-          if (auto reason = server->aborted()) return *reason;
+          const RendezvousStatus status = server->status();
+          if (status.failure) return *status.failure;
           // A rank the run dropped while it was frozen or cut off cannot act on
           // being told: ended here, so the host does not wait for it.
-          for (int rank : server->lostRanks())
+          for (int rank : status.lost)
             for (size_t i = 0; i < launch_rank.size(); ++i)
               if (launch_rank[i] == rank) workers.kill(i);
+          const std::vector<pid_t> pids = workers.pids();
+          for (int pid : status.lost_pids)
+            for (size_t i = 0; i < pids.size(); ++i)
+              if (pids[i] == pid) workers.kill(i);
         }
+        // An elastic run that finished without a frozen worker (its loss seen
+        // by the coordinator on another host) leaves it to this host to end.
+        if (job.cluster.elastic && workers.anyEndedCleanly()) workers.killStopped();
         return {};
       },
       survived);

@@ -98,6 +98,19 @@ void WorkerProcesses::start(const std::vector<WorkerLaunch>& workers) {
   }
 }
 
+bool WorkerProcesses::anyEndedCleanly() const {
+  for (const Child& c : children_)
+    if (!c.running && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) return true;
+  return false;
+}
+
+void WorkerProcesses::killStopped() {
+  for (const Child& c : children_) {
+    const char state = c.running ? processState(c.pid) : '\0';
+    if (state == 'T' || state == 't') ::kill(c.pid, SIGKILL);
+  }
+}
+
 void WorkerProcesses::kill(size_t index) {
   if (index < children_.size() && children_[index].running) ::kill(children_[index].pid, SIGKILL);
 }

@@ -56,8 +56,13 @@ class WorkerProcesses {
   // dropped it needs when it cannot act on being told (frozen).
   void kill(size_t index);
 
-  // The pids, in launch order (tests).
+  // The pids, in launch order.
   std::vector<pid_t> pids() const;
+  // Whether some worker has exited with status 0 (its run is over).
+  bool anyEndedCleanly() const;
+  // Ends (SIGKILL) the workers stopped by a signal (SIGSTOP): once the run
+  // is over without them, nothing will wake them.
+  void killStopped();
 
  private:
   struct Child {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/comm/rendezvous_client.h"
@@ -22,7 +23,22 @@ std::string hostName() {
 }  // namespace
 
 WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
-                             std::function<void()> before_abort_exit) {
+                             std::function<void()> before_abort_exit)
+    : job_(job),
+      assignment_(a),
+      before_abort_exit_(std::move(before_abort_exit)),
+      elastic_(job.cluster.elastic) {
+  // A survivor must not wait on a lost peer longer than the coordinator takes
+  // to find it lost.
+  if (elastic_)
+    job_.cluster.collective_timeout_s =
+        std::min(job.cluster.collective_timeout_s, job.cluster.heartbeat_timeout_s);
+  label_ = a.label.empty() ? "node " + std::to_string(a.node) + ", slot " + std::to_string(a.slot) : a.label;
+  join();
+}
+
+void WorkerSession::join() {
+  const WorkerAssignment& a = assignment_;
   JoinRequest req;
   req.job_id = a.job_id;
   req.token = a.token;
@@ -31,29 +47,42 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
   req.slot = a.slot;
   req.pid = static_cast<int>(::getpid());
   ClientTimeouts t;
-  t.join = secondsToMillis(job.cluster.join_timeout_s);
-  t.heartbeat_interval = secondsToMillis(job.cluster.heartbeat_interval_s);
-  t.heartbeat_timeout = secondsToMillis(job.cluster.heartbeat_timeout_s);
+  t.join = secondsToMillis(job_.cluster.join_timeout_s);
+  t.heartbeat_interval = secondsToMillis(job_.cluster.heartbeat_interval_s);
+  t.heartbeat_timeout = secondsToMillis(job_.cluster.heartbeat_timeout_s);
   client_ = std::make_unique<RendezvousClient>(a.coordinator, req, t);
-  const std::string label =
-      a.label.empty() ? "node " + std::to_string(a.node) + ", slot " + std::to_string(a.slot) : a.label;
-  client_->onAbort([this, label, before_abort_exit](const std::string& reason) {
+  client_->onAbort([this](const std::string& reason) {
     // Called on the client's thread while the main thread may be blocked in
     // a collective: report and leave now.
-    std::fprintf(stderr, "dtrain: rank %d (%s): stopping: %s\n", rank_, label.c_str(), reason.c_str());
+    std::fprintf(stderr, "dtrain: rank %d (%s): stopping: %s\n", rank_, label_.c_str(), reason.c_str());
     std::fflush(stderr);
-    if (before_abort_exit) before_abort_exit();
+    if (before_abort_exit_) before_abort_exit_();
     ::_exit(kExitPeerLost);
   });
-  Membership m = client_->join();
+  if (elastic_)
+    client_->onRegroup([this](const std::string&) {
+      std::lock_guard<std::mutex> lock(group_mutex_);
+      if (group_) group_->abandon();
+    });
+  Membership m;
+  try {
+    m = client_->join();
+  } catch (const CommError& e) {
+    // Refused (the run cannot go on), or no coordinator: the end of this worker, not a regroup to retry.
+    if (generation_ == 0) throw;
+    throw Error(std::string("cannot join the run's next generation: ") + e.what());
+  }
   rank_ = m.rank;
   world_ = m.world_size;
   generation_ = m.generation;
   address_ = a.address;
+  nodes_.clear();
+  hosts_.clear();
   for (const PeerInfo& p : m.peers) {
     nodes_.push_back(p.node);
     hosts_.push_back(p.host);
   }
+  const JobConfig& job = job_;
   if (job.strategy.type == "parameter_server") {
     // The last job.strategy.ps ranks are the shards; the workers' collectives
     // are among the workers alone (the shards answer requests instead).
@@ -68,9 +97,41 @@ WorkerSession::WorkerSession(const JobConfig& job, const WorkerAssignment& a,
     m.world_size = workers;
     m.peers.resize(static_cast<size_t>(workers));
   }
-  group_ = connectProcessGroup(*client_, m, job, a.address, a.all_ranks_on_this_host,
-                               resolveDevice(job.job.device, a.localIndex()), a.local_workers);
+  std::shared_ptr<ProcessGroup> group =
+      connectProcessGroup(*client_, m, job, a.address, a.all_ranks_on_this_host,
+                          resolveDevice(job.job.device, a.localIndex()), a.local_workers);
+  std::lock_guard<std::mutex> lock(group_mutex_);
+  group_ = std::move(group);
+  // A notice that came while connecting is for this group too.
+  if (client_->regroupReason()) group_->abandon();
 }
+
+std::shared_ptr<ProcessGroup> WorkerSession::group() const {
+  std::lock_guard<std::mutex> lock(group_mutex_);
+  return group_;
+}
+
+WorkerSession::Regrouped WorkerSession::regroup() {
+  std::shared_ptr<ProcessGroup> old;
+  {
+    std::lock_guard<std::mutex> lock(group_mutex_);
+    old.swap(group_);
+  }
+  if (old) old->abandon();  // its destructor waits for no peer
+  old.reset();
+  client_.reset();  // that group is over; its connection goes with it
+  join();
+  Regrouped r;
+  const Bytes change = client_->get(kElasticChangeKey, std::chrono::seconds(10));
+  r.change.assign(change.begin(), change.end());
+  if (client_->check(kElasticStopKey)) {
+    const Bytes stop = client_->get(kElasticStopKey, std::chrono::seconds(10));
+    r.stop.assign(stop.begin(), stop.end());
+  }
+  return r;
+}
+
+bool WorkerSession::replacementsWaiting() { return client_->check(kElasticWaitingKey); }
 
 WorkerSession::~WorkerSession() {
   if (!left_ && client_) {

@@ -5,9 +5,19 @@
 // itself lost, the worker prints one line naming it and exits at once (a
 // blocked collective cannot be unwound safely; the latest checkpoint is
 // complete or not yet published, never half-written).
+//
+// An elastic run ([cluster] elastic) instead re-forms: the coordinator's
+// regroup notice abandons the group (a collective waiting on shared memory
+// fails at once; one in Gloo at its deadline, which is then the heartbeat
+// timeout, or when a peer's closed connection fails it), and regroup() joins
+// the next generation and connects its group. Only the coordinator's abort,
+// or losing the coordinator, still ends the process.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +50,7 @@ class WorkerSession {
   int worldSize() const { return world_; }
   // The ranks' collectives, which the job's strategy combines the workers over
   // (null in a parameter-server shard, which takes part in none).
-  std::shared_ptr<ProcessGroup> group() const { return group_; }
+  std::shared_ptr<ProcessGroup> group() const;
   // The parameter-server shard this process is, or -1 for a worker.
   int shard() const { return shard_; }
   // The run's key-value store (the rendezvous) and its generation.
@@ -59,8 +69,30 @@ class WorkerSession {
   // A clean end: the coordinator stops expecting heartbeats.
   void leave();
 
+  // An elastic run.
+  bool elastic() const { return elastic_; }
+  struct Regrouped {
+    std::string change;  // what the coordinator said changed ("generation 2: 3 worker(s); lost ...")
+    std::string stop;    // why the run must stop now (a policy limit), or ""
+  };
+  // Joins the next generation and connects its group. The caller must have
+  // dropped every other reference to group() first (the old group's
+  // connections close as it goes). Throws CommError when the coordinator
+  // refuses this worker or is lost.
+  Regrouped regroup();
+  // Whether replacements wait to join (asks the coordinator: a round trip).
+  bool replacementsWaiting();
+
  private:
+  // Joins the coordinator's group with a new client and connects the collectives.
+  void join();
+  JobConfig job_;  // the collectives' timeouts adjusted for an elastic run
+  WorkerAssignment assignment_;
+  std::function<void()> before_abort_exit_;
+  std::string label_;
+  bool elastic_ = false;
   std::unique_ptr<RendezvousClient> client_;
+  mutable std::mutex group_mutex_;  // group_ is abandoned from the rendezvous thread
   std::shared_ptr<ProcessGroup> group_;
   int rank_ = 0, world_ = 1;
   int shard_ = -1;

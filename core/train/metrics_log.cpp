@@ -59,6 +59,20 @@ MetricsLog::~MetricsLog() {
   if (file_) std::fclose(file_);
 }
 
+void MetricsLog::writeGeneration(int64_t step, uint64_t generation, int world_size,
+                                 const std::string& change) {
+  JsonWriter w;
+  w.add("step", step);
+  w.add("event", std::string("generation"));
+  w.add("generation", static_cast<int64_t>(generation));
+  w.add("world_size", static_cast<int64_t>(world_size));
+  w.add("change", change);
+  w.add("time", unixTime());
+  std::string line = w.str() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    throw IoError("cannot write " + path_ + ": " + std::strerror(errno));
+}
+
 void MetricsLog::write(const MetricsRecord& r) {
   JsonWriter w;
   w.add("step", r.step);

@@ -38,6 +38,9 @@ class MetricsLog {
   MetricsLog& operator=(const MetricsLog&) = delete;
 
   void write(const MetricsRecord& r);
+  // An elastic run's group changed before step `step` + 1:
+  // {"step":N,"event":"generation","generation":G,"world_size":W,"change":"..."}.
+  void writeGeneration(int64_t step, uint64_t generation, int world_size, const std::string& change);
   const std::string& path() const { return path_; }
 
  private:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/backend/device_memory.h"
 #include "core/backend/ops.h"
 #include "core/errors.h"
 #include "core/nn/device_layers.h"
@@ -235,6 +236,15 @@ void ReplicaSet::sumGradients(int64_t begin, int64_t end) {
       dst[i] += src[i];
       src[i] = 0.0f;
     }
+  }
+}
+
+void ReplicaSet::clearGradients() {
+  for (Replica& r : replicas_) {
+    if (r.grads.device().isCpu())
+      std::fill(r.grads.data(), r.grads.data() + r.grads.numel(), 0.0f);
+    else
+      fillDeviceMemory(r.grads.data(), r.grads.numel(), 0.0f, r.grads.device());
   }
 }
 

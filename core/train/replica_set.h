@@ -106,6 +106,9 @@ class ReplicaSet {
   // in replica order (so the result does not depend on timing), and zeroes
   // theirs for the next step. Ranges may be processed by different threads.
   void sumGradients(int64_t begin, int64_t end);
+  // Zeroes every replica's gradient buffer: after a step that failed part way
+  // (an elastic run re-forms its group and redoes it).
+  void clearGradients();
   // Forward only, inference mode.
   BatchFigures evaluate(const Batch& batch);
   // Replica 0's gradient buffer: after sumGradients, the whole batch's gradient.

@@ -40,6 +40,9 @@ struct StepFigures {
   // as they are, and `stop` is the signal some worker was asked to stop by (0: none).
   bool agreed = false;
   int stop = 0;
+  // An elastic run: some worker asked to re-form the group after this step
+  // (replacements wait to join); agreed like `stop`.
+  bool regroup = false;
 };
 
 // What one step trains on.
@@ -49,6 +52,7 @@ struct StepInput {
   int64_t update;      // 1-based count of updates, this one included
   uint64_t seed;       // dropout masks of this step
   int stop = 0;        // a signal this worker was asked to stop by (0: none), for strategies that agree on it
+  bool regroup = false;  // an elastic run: this worker asks to re-form the group after the step
 };
 
 // The dropout masks' seed of global batch `batch` (0-based over the epochs):

@@ -75,6 +75,7 @@ struct Trainer::Impl {
   int64_t trained_epoch = 0;  // the epoch the latest step belonged to (for eval lines)
   std::string last_checkpoint;
   EvalResult last_eval;
+  TrainingParts parts;        // what the strategy trains with (attached again after a regroup)
   int64_t graph_replays = 0;  // counted by the strategy's recorded steps
 
   bool chief() const { return strategy->isChief(); }
@@ -96,6 +97,8 @@ struct Trainer::Impl {
     job.job.threads = resolveThreads(job.job.threads);
     strategy = opt.strategy;
     if (!strategy) throw Error("Trainer: no strategy given (TrainerOptions::strategy)");
+    // The trainer's is the only reference: a regroup drops the strategy, and its group with it.
+    opt.strategy.reset();
     train_data = openDataset(job.data, Split::Train, job.job.seed);
     test_data = openDataset(job.data, Split::Test, job.job.seed);
     // Every rank reads the chief's algorithm choices where it can reach the
@@ -126,7 +129,7 @@ struct Trainer::Impl {
     shareChiefState();
     // Before the strategy, which may have something to say.
     progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
-    TrainingParts parts;
+    parts = TrainingParts{};
     parts.job = &job;
     parts.device = device;
     parts.replicas = replicas.get();
@@ -137,10 +140,7 @@ struct Trainer::Impl {
     parts.graph_replays = &graph_replays;
     parts.updates_done = state.step;
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
-    loader =
-        std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size,
-                                      loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed,
-                                                       strategy->dataShard(), /*pinned=*/!device.isCpu()));
+    makeLoader();
     steps_per_epoch = loader->batchesPerEpoch();
     parts.batches_per_epoch = steps_per_epoch;
     parts.slice_loader = [this](Shard shard) {
@@ -166,6 +166,15 @@ struct Trainer::Impl {
           (std::filesystem::path(job.job.run_dir) / "tensorboard").string(), resume ? state.step : -1);
     if (algorithms)
       for (const std::string& note : algorithms->takeNotes()) say("warning: " + note);
+  }
+
+  // This worker's slice of every global batch, as the strategy shares them out.
+  void makeLoader() {
+    loader.reset();  // its thread first
+    loader =
+        std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size,
+                                      loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed,
+                                                       strategy->dataShard(), /*pinned=*/!device.isCpu()));
   }
 
   // Algorithms timed since the last call go to the run directory at once, so
@@ -207,12 +216,15 @@ struct Trainer::Impl {
     if (strategy->worldSize() == 1) return;
     for (auto& [name, buffer] : optimizer->stateBuffers())
       if (buffer->numel() > 0) strategy->broadcastParameters(buffer->data(), buffer->numel());
-    int64_t where[4] = {state.step, state.epoch, state.position, last_checkpoint_step};
+    int64_t where[6] = {state.step,           state.epoch,    state.position,
+                        last_checkpoint_step, last_eval_step, catch_up};
     strategy->broadcastFromChief(where, sizeof where);
     state.step = where[0];
     state.epoch = where[1];
     state.position = where[2];
     last_checkpoint_step = where[3];
+    last_eval_step = where[4];
+    catch_up = where[5];
   }
 
   void checkpoint(const char* why) {
@@ -285,13 +297,127 @@ struct Trainer::Impl {
     return got;
   }
 
+  // An elastic run (TrainerOptions::regroup).
+  bool elastic() const { return static_cast<bool>(opt.regroup); }
+  // After a regroup every rank, a replacement too, runs the evaluation and
+  // checkpoint due at the step the group re-formed at, if not done yet.
+  int64_t catch_up = 0;
+  std::chrono::steady_clock::time_point last_replacement_poll{};
+  uint64_t generation = 0;
+
+  // The chief asks for the ranks to re-form when replacements wait (at most once a second).
+  bool replacementsWaiting() {
+    if (!elastic() || !chief() || !opt.replacements_waiting) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_replacement_poll < std::chrono::seconds(1)) return false;
+    last_replacement_poll = now;
+    try {
+      return opt.replacements_waiting();
+    } catch (const CommError&) {
+      return false;  // the group is over: the next collective says so
+    }
+  }
+
+  // Whether an evaluation and a checkpoint are due at the step just taken.
+  struct Due {
+    bool eval = false, checkpoint = false;
+  };
+  Due dueAt(bool epoch_done, bool last_step) const {
+    Due d;
+    if (opt.profile) return d;
+    d.eval = (job.train.eval_every_steps > 0 && state.step % job.train.eval_every_steps == 0) ||
+             (epoch_done && job.train.eval_every_epoch) || last_step;
+    d.checkpoint =
+        (job.train.checkpoint_every_steps > 0 && state.step % job.train.checkpoint_every_steps == 0) ||
+        (epoch_done && job.train.checkpoint_every_epoch) || last_step;
+    return d;
+  }
+  void evaluateAndCheckpoint(const Due& due, bool epoch_done, bool last_step) {
+    if (due.eval) evaluate();
+    if (due.checkpoint) checkpoint(last_step ? "end" : epoch_done ? "epoch end" : "periodic");
+  }
+
+  // An elastic run after a collective failed (`why`) or the ranks agreed to
+  // take in replacements: the group re-forms, every rank takes the chief's
+  // state (its parameters, optimizer state, buffers and position: the
+  // replicas are identical after every whole step), and the step that was
+  // under way is redone from the position. A further failure meanwhile
+  // starts it again.
+  void regroup(std::string why) {
+    for (;;) {
+      std::fprintf(stderr, "dtrain: rank %d: re-forming the group at step %lld: %s\n", strategy->rank(),
+                   static_cast<long long>(state.step), why.c_str());
+      std::fflush(stderr);
+      pending.clear();  // an elastic step's figures are settled as it ends
+      strategy.reset();
+      try {
+        TrainerOptions::Regrouped r = opt.regroup();
+        strategy = std::move(r.strategy);
+        generation = r.generation;
+        replicas->clearGradients();
+        catch_up = 1;
+        shareChiefState();
+        parts.updates_done = state.step;
+        strategy->attach(parts);
+        makeLoader();
+        if (chief() && !metrics) {  // the chief's process was lost: this one writes from now on
+          metrics = std::make_unique<MetricsLog>(job.job.run_dir, state.step);
+          tensorboard = std::make_unique<TensorBoardWriter>(
+              (std::filesystem::path(job.job.run_dir) / "tensorboard").string(), state.step);
+        }
+        if (metrics) metrics->writeGeneration(state.step, generation, strategy->worldSize(), r.change);
+        say("regrouped at step " + std::to_string(state.step) + ": " + r.change);
+        if (!r.stop.empty()) {
+          checkpoint("stopped");
+          double done = 0;  // no rank leaves before the chief has written it
+          strategy->reduceFigures(&done, 1);
+          throw Error("the run stopped with a checkpoint at step " + std::to_string(state.step) + ": " +
+                      r.stop);
+        }
+        return;
+      } catch (const CommError& e) {
+        why = e.what();
+      }
+    }
+  }
+
+  // Runs `body` (a step's collectives); on a failed collective in an elastic
+  // run, regroups and returns false.
+  template <typename Body>
+  bool orRegroup(Body&& body) {
+    if (!elastic()) {
+      body();
+      return true;
+    }
+    try {
+      body();
+      return true;
+    } catch (const CommError& e) {
+      regroup(e.what());
+      return false;
+    }
+  }
+
+  // After a regroup: what was due at this step and not yet done.
+  void catchUp() {
+    if (!catch_up) return;
+    for (;;) {
+      const bool epoch_done = state.position == 0 && state.step > 0;
+      const bool last_step = state.step == total_steps;
+      if (orRegroup([&] { evaluateAndCheckpoint(dueAt(epoch_done, last_step), epoch_done, last_step); }))
+        break;
+    }
+    catch_up = 0;
+  }
+
   // Dropout masks of the step about to run.
   uint64_t stepSeed() const { return dropoutSeedOf(job.job.seed, state.step); }
 
   // One optimizer update from the batch, as the strategy runs it; returns
   // its figures, or on a GPU that they are on their way.
   StepFigures step(const Batch& batch, double lr) {
-    return strategy->step(StepInput{batch, lr, state.step + 1, stepSeed(), stopRequested()});
+    return strategy->step(
+        StepInput{batch, lr, state.step + 1, stepSeed(), stopRequested(), replacementsWaiting()});
   }
 
   // The running sums of the epoch's steps settled so far, for the progress bar.
@@ -370,6 +496,7 @@ struct Trainer::Impl {
     }
     installStopHandlers();
     Batch batch;
+    catchUp();  // a replacement joins at the point the survivors re-formed at
     while (state.step < total_steps && !stopping()) {
       loader->start(state.epoch, state.position);
       int64_t first = state.position == 0 ? 0 : state.position / job.train.batch_size;
@@ -381,7 +508,12 @@ struct Trainer::Impl {
       int64_t step_in_epoch = first;
       while (state.step < total_steps && nextBatch(batch)) {
         double lr = schedule.at(state.step);
-        StepFigures f = step(batch, lr);
+        StepFigures f;
+        // A regroup restarts the epoch loop at the position of the step redone.
+        if (!orRegroup([&] { f = step(batch, lr); })) {
+          catchUp();
+          break;
+        }
         if (opt.profile) opt.profile->stepDone(batch.size);
         saveAlgorithms();  // new choices only: the first step's, an evaluation's last short batch
         ++state.step;
@@ -395,8 +527,9 @@ struct Trainer::Impl {
         pending.push_back(PendingStep{state.step, state.epoch, step_in_epoch, lr, dt, stopRequested(), f});
         // The step before this one has long finished on a GPU: its figures are
         // reduced (with the stop flag) and shown now, one step late, so the host
-        // never waits for the device. Every rank does so at the same point.
-        if (pending.size() > 1) settleOldest();
+        // never waits for the device. Every rank does so at the same point. An
+        // elastic step's figures were agreed before its update: settled at once.
+        if (pending.size() > 1 || elastic()) settleOldest();
         if (opt.step_observer) opt.step_observer(state.step);
         if (state.step == opt.fault_kill_at_step) std::raise(SIGKILL);
 
@@ -406,14 +539,8 @@ struct Trainer::Impl {
           state.position = 0;
         }
         bool last_step = state.step == total_steps;
-        const bool eval_now =
-            !opt.profile &&
-            ((job.train.eval_every_steps > 0 && state.step % job.train.eval_every_steps == 0) ||
-             (epoch_done && job.train.eval_every_epoch) || last_step);
-        const bool checkpoint_now =
-            !opt.profile &&
-            ((job.train.checkpoint_every_steps > 0 && state.step % job.train.checkpoint_every_steps == 0) ||
-             (epoch_done && job.train.checkpoint_every_epoch) || last_step);
+        const Due due = dueAt(epoch_done, last_step);
+        const bool eval_now = due.eval, checkpoint_now = due.checkpoint;
         // An epoch's end, an evaluation or a checkpoint shows and records every
         // step before it (the host waits for the device there, not per step).
         if (epoch_done || last_step || eval_now || checkpoint_now) settleAll();
@@ -421,8 +548,15 @@ struct Trainer::Impl {
           if (!quiet()) progress->endEpoch();
         }
         if (last_step && !opt.profile) strategy->drainUpdates();  // the final figures hold every worker's
-        if (eval_now) evaluate();
-        if (checkpoint_now) checkpoint(last_step ? "end" : epoch_done ? "epoch end" : "periodic");
+        if (!orRegroup([&] { evaluateAndCheckpoint(due, epoch_done, last_step); })) {
+          catchUp();
+          break;
+        }
+        if (f.regroup) {  // replacements wait: every rank agreed to take them in after this step
+          regroup("replacements wait to join");
+          catchUp();
+          break;
+        }
         // The next step's images/s should not include this evaluation or checkpoint.
         last = std::chrono::steady_clock::now();
         if (epoch_done || stopping()) break;

@@ -47,6 +47,21 @@ struct TrainerOptions {
   // Told each step's number once the step is queued and the one before it
   // settled, before any evaluation or checkpoint (tests watch the steady state).
   std::function<void(int64_t step)> step_observer;
+
+  // An elastic run ([cluster] elastic). `regroup` joins the group's next
+  // generation once a collective failed (a peer was lost) or the ranks agreed
+  // to take in replacements, and returns the strategy over it; the trainer
+  // has dropped the old strategy first. It throws Error (not CommError) when
+  // the run cannot go on. Empty: a failed collective ends the run.
+  struct Regrouped {
+    std::shared_ptr<Strategy> strategy;
+    uint64_t generation = 0;
+    std::string change;  // a line for the log: who was lost, who joined
+    std::string stop;    // a policy limit the run stops at (with a checkpoint), or ""
+  };
+  std::function<Regrouped()> regroup;
+  // Whether replacements wait to join; the chief asks at most once a second.
+  std::function<bool()> replacements_waiting;
 };
 
 class Trainer {

@@ -88,7 +88,7 @@ TEST_CASE("rendezvous: another protocol version is refused by name and request i
   CHECK(answer->request_id == 77);
   auto* refused = std::get_if<wire::Refused>(&answer->body);
   REQUIRE(refused != nullptr);
-  CHECK(refused->reason.find("protocol version 99 but this coordinator speaks version 1") !=
+  CHECK(refused->reason.find("protocol version 99 but this coordinator speaks version 2") !=
         std::string::npos);
   CHECK(log.find("protocol version 99").has_value());
   CHECK(joinAll(endpointOf(server), {{0, 0}}).members[0].rank == 0);

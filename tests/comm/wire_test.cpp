@@ -65,6 +65,9 @@ std::vector<Body> oneOfEach() {
   notice.origin_rank = 3;
   notice.origin_host = "hostB";
   notice.reason = "lost";
+  RegroupNotice regroup;
+  regroup.generation = 7;
+  regroup.reason = "lost rank 3";
   return {Join{j},
           set,
           get,
@@ -81,7 +84,8 @@ std::vector<Body> oneOfEach() {
           Value{Bytes{7, 8}},
           Number{INT64_MIN},
           Flag{true},
-          notice};
+          notice,
+          regroup};
 }
 
 // Field-by-field equality through a second encoding: encode is deterministic,
@@ -163,10 +167,10 @@ TEST_CASE("wire: trailing bytes, wrong magic, other versions and unknown types a
   CHECK(refusalOf(magic).find("does not start with \"DTRZ\"") != std::string::npos);
 
   std::string version = frame;
-  version[4] = 2;
-  CHECK(refusalOf(version).find("protocol version 2") != std::string::npos);
+  version[4] = 7;
+  CHECK(refusalOf(version).find("protocol version 7") != std::string::npos);
   Header h = decodeHeader(version.data(), version.size());
-  CHECK(h.version == 2);
+  CHECK(h.version == 7);
   CHECK(h.request_id == 1);
 
   std::string unknown = frame;
