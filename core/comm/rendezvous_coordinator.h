@@ -59,7 +59,7 @@ class RendezvousCoordinator {
   void lose(int rank, const std::string& why, Outbox& out);
   // The process `pid` of node `node` in the latest group is gone (its host
   // saw it die): lost at once. An elastic run regroups without it; otherwise as lose().
-  void loseProcess(int node, int pid, const std::string& why, Outbox& out);
+  void loseProcess(int node, int pid, const std::string& why, RendezvousClock::time_point now, Outbox& out);
 
  private:
   void handleJoin(const std::string& identity, uint64_t request_id, const JoinRequest& request,

@@ -108,8 +108,11 @@ void RendezvousCoordinator::countLosses(RendezvousClock::time_point now) {
   dropBefore(restarts_, now - window);
   if (regroup_->losses().empty()) return;
   restarts_.push_back(now);
+  std::vector<int> nodes;  // a node counts once per regroup, however many of its workers were lost
   for (const RendezvousRegroup::Loss& loss : regroup_->losses()) {
     lost_pids_.push_back(loss.pid);
+    if (std::find(nodes.begin(), nodes.end(), loss.node) != nodes.end()) continue;
+    nodes.push_back(loss.node);
     auto& times = node_losses_[loss.node];
     dropBefore(times, now - window);
     times.push_back(now);
@@ -213,6 +216,14 @@ void RendezvousCoordinator::tickElastic(RendezvousClock::time_point now, Outbox&
     regroup_->tick(now);
     finishRegroupIfSettled(now, out);
   }
+  if (group_ && group_->allLeft()) {
+    for (const Waiting& w : waiting_) {
+      log("refused the join of replacement " + describeJoiner(w.joiner.request) + ": the run has ended");
+      out.refuse(w.joiner.identity, w.joiner.request_id,
+                 "the run ended before this worker could join it (it finished on the others)");
+    }
+    waiting_.clear();
+  }
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (now - it->since < config_.join_timeout) {
       ++it;
@@ -235,7 +246,8 @@ void RendezvousCoordinator::tickElastic(RendezvousClock::time_point now, Outbox&
     }
 }
 
-void RendezvousCoordinator::loseProcess(int node, int pid, const std::string& why, Outbox& out) {
+void RendezvousCoordinator::loseProcess(int node, int pid, const std::string& why,
+                                        RendezvousClock::time_point now, Outbox& out) {
   if (!group_ || gathering_) return;
   int rank = -1;
   for (int r = 0; r < static_cast<int>(group_->peers().size()) && rank < 0; ++r) {
@@ -244,7 +256,6 @@ void RendezvousCoordinator::loseProcess(int node, int pid, const std::string& wh
   }
   if (rank < 0) return;
   if (!config_.elastic.enabled) return group_->lose(rank, why, out);
-  const RendezvousClock::time_point now = RendezvousClock::now();
   if (regroup_) {
     regroup_->lose(rank, why);
     return finishRegroupIfSettled(now, out);

@@ -131,7 +131,8 @@ void RendezvousServer::serveOnce() {
     lost_processes.swap(reported_lost_processes_);
   }
   for (const auto& [rank, why] : lost) coordinator_.lose(rank, why, out);
-  for (const LostProcess& p : lost_processes) coordinator_.loseProcess(p.node, p.pid, p.why, out);
+  for (const LostProcess& p : lost_processes)
+    coordinator_.loseProcess(p.node, p.pid, p.why, RendezvousClock::now(), out);
   coordinator_.tick(RendezvousClock::now(), out);
   publishStatus();
   sendAll(out);

@@ -16,6 +16,7 @@
 #include "core/io/crc32.h"
 #include "core/launch/worker_env.h"
 #include "core/launch/worker_processes.h"
+#include "core/launch/worker_session.h"
 #include "core/util/seconds.h"
 
 namespace dtrain {
@@ -252,6 +253,14 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
     }
     std::fprintf(options.log, "dtrain: node %d: %s; stopped this host's workers\n", plan.node, why.c_str());
     std::fflush(options.log);
+  }
+  // An elastic run goes on without a lost worker, but a host none of whose
+  // workers finished did not take part in the end.
+  if (job.cluster.elastic && out.exit_code == 0 && !workers.anyEndedCleanly()) {
+    std::fprintf(options.log, "dtrain: node %d: every worker of this host was lost before the run ended\n",
+                 plan.node);
+    std::fflush(options.log);
+    return kExitPeerLost;
   }
   return out.exit_code;
 }

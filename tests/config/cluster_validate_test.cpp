@@ -266,3 +266,26 @@ TEST_CASE(
   CHECK(errorOf(clusterJob("multi_worker_mirrored", "heartbeat_timeout_s = 5\n")).find("needs coordinator") !=
         std::string::npos);
 }
+
+TEST_CASE("[cluster] elastic: mirrored strategies only, not under a launcher; its limits range-checked") {
+  CHECK(errorOf(clusterJob("multi_worker_mirrored", kTwoHosts), {"cluster.elastic=true"}) ==
+        "(no ConfigError)");
+  CHECK(
+      errorOf(clusterJob("parameter_server", kTwoHosts), {"cluster.elastic=true"}) ==
+      "--set cluster.elastic=true: [cluster] elastic recovers mirrored and multi_worker_mirrored runs, whose "
+      "replicas are identical after every step; strategy 'parameter_server' keeps state a lost worker takes "
+      "with it: set elastic = false");
+  CHECK(errorOf(clusterJob("multi_worker_mirrored", kTwoHosts),
+                {"cluster.elastic=true", "cluster.max_restarts=-1"})
+            .find("cluster.max_restarts") != std::string::npos);
+  CHECK(errorOf(clusterJob("multi_worker_mirrored", kTwoHosts), {"cluster.restart_window_s=0"})
+            .find("cluster.restart_window_s") != std::string::npos);
+  CHECK(errorOf(clusterJob("multi_worker_mirrored", kTwoHosts), {"cluster.host_cooldown_s=-1"})
+            .find("cluster.host_cooldown_s") != std::string::npos);
+  const std::string under_launcher = configErrorOf([&] {
+    validateJob(
+        parseJobString(clusterJob("multi_worker_mirrored", kTwoHosts), "job.toml", {"cluster.elastic=true"}),
+        /*under_launcher=*/true);
+  });
+  CHECK(under_launcher.find("needs dtrain's own processes on each host") != std::string::npos);
+}
