@@ -150,6 +150,7 @@ void RendezvousChannel::failPending(uint64_t request_id, const std::string& reas
 void RendezvousChannel::serve() {
   zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0}, {wake_rx_.handle(), 0, ZMQ_POLLIN, 0}};
   last_heard_ = next_beat_ = RendezvousClock::now();
+  if (timeouts_.coordinator_known) heard_ = true;
   while (!stopping_) {
     try {
       zmq::poll(items, 2, kTick);

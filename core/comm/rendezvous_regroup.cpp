@@ -54,7 +54,9 @@ void RendezvousRegroup::rejoined(int rank, Joiner joiner) {
 
 void RendezvousRegroup::lose(int rank, const std::string& why) {
   Member& m = state_[static_cast<size_t>(rank)];
-  if (m.lost || m.joiner) return;
+  if (m.lost) return;
+  // One that joined again and died before the group formed is not taken in.
+  m.joiner.reset();
   m.lost = true;
   m.awaited = false;
   const PeerInfo& p = peers_[static_cast<size_t>(rank)];

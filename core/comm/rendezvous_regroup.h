@@ -41,7 +41,7 @@ class RendezvousRegroup {
 
   void heardFrom(int rank, RendezvousClock::time_point now);
   void rejoined(int rank, Joiner joiner);
-  // Lost, with why (a later loss of the same rank is ignored).
+  // Lost, with why, even after joining again (a later loss of the same rank is ignored).
   void lose(int rank, const std::string& why);
   // Who did not answer in time, fell silent, or missed the join deadline.
   void tick(RendezvousClock::time_point now);

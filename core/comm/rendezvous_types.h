@@ -56,6 +56,10 @@ struct ClientTimeouts {
   std::chrono::milliseconds heartbeat_interval{1000};
   // Silence from the coordinator longer than this aborts the worker.
   std::chrono::milliseconds heartbeat_timeout{10000};
+  // The coordinator was there a moment ago (an elastic run's worker joining
+  // its next generation): its silence counts from the start, so a lost
+  // coordinator is found within heartbeat_timeout, not at the join deadline.
+  bool coordinator_known = false;
 };
 
 // The key under which a group announces the ranks it lost and survived: one

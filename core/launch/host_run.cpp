@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "core/comm/rendezvous_server.h"
 #include "core/config/cluster_token.h"
@@ -17,6 +18,7 @@
 #include "core/launch/worker_env.h"
 #include "core/launch/worker_processes.h"
 #include "core/launch/worker_session.h"
+#include "core/util/process_state.h"
 #include "core/util/seconds.h"
 
 namespace dtrain {
@@ -232,10 +234,14 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
           for (int rank : status.lost)
             for (size_t i = 0; i < launch_rank.size(); ++i)
               if (launch_rank[i] == rank) workers.kill(i);
+          // An elastic run's lost worker that still runs joins again as a
+          // replacement; one frozen cannot.
           const std::vector<pid_t> pids = workers.pids();
           for (int pid : status.lost_pids)
-            for (size_t i = 0; i < pids.size(); ++i)
-              if (pids[i] == pid) workers.kill(i);
+            for (size_t i = 0; i < pids.size(); ++i) {
+              const char state = pids[i] == pid ? processState(pid) : '\0';
+              if (state == 'T' || state == 't') workers.kill(i);
+            }
         }
         // An elastic run that finished without a frozen worker (its loss seen
         // by the coordinator on another host) leaves it to this host to end.
@@ -243,6 +249,13 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
         return {};
       },
       survived);
+  // An elastic run may go on on other hosts after this host's workers are
+  // gone: node 0 serves its rendezvous until it has ended.
+  while (server && job.cluster.elastic && out.failure.empty()) {
+    const RendezvousStatus status = server->status();
+    if (status.failure || status.generation == 0 || (status.all_left && !status.regrouping)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   if (!out.failure.empty()) {
     // A worker that exited (not one killed by a signal) stopped on the
     // coordinator's abort or sent one: its reason names the rank (and host)

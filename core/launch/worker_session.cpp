@@ -50,6 +50,7 @@ void WorkerSession::join() {
   t.join = secondsToMillis(job_.cluster.join_timeout_s);
   t.heartbeat_interval = secondsToMillis(job_.cluster.heartbeat_interval_s);
   t.heartbeat_timeout = secondsToMillis(job_.cluster.heartbeat_timeout_s);
+  t.coordinator_known = generation_ > 0;
   client_ = std::make_unique<RendezvousClient>(a.coordinator, req, t);
   client_->onAbort([this](const std::string& reason) {
     // Called on the client's thread while the main thread may be blocked in

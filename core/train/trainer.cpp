@@ -344,8 +344,9 @@ struct Trainer::Impl {
   // under way is redone from the position. A further failure meanwhile
   // starts it again.
   void regroup(std::string why) {
+    int rank = strategy->rank();
     for (;;) {
-      std::fprintf(stderr, "dtrain: rank %d: re-forming the group at step %lld: %s\n", strategy->rank(),
+      std::fprintf(stderr, "dtrain: rank %d: re-forming the group at step %lld: %s\n", rank,
                    static_cast<long long>(state.step), why.c_str());
       std::fflush(stderr);
       pending.clear();  // an elastic step's figures are settled as it ends
@@ -353,6 +354,7 @@ struct Trainer::Impl {
       try {
         TrainerOptions::Regrouped r = opt.regroup();
         strategy = std::move(r.strategy);
+        rank = strategy->rank();
         generation = r.generation;
         replicas->clearGradients();
         catch_up = 1;

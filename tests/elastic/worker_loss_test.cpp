@@ -5,6 +5,7 @@
 // and the final weights equal an uninterrupted run's within float tolerance.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <csignal>
 #include <functional>
 #include <optional>
@@ -90,4 +91,23 @@ TEST_CASE("elastic: host B cut off the network; host A finishes, host B's worker
   if (!code_b) return;
   CHECK(*code_b != 0);
   CHECK(*code_b != -1);
+}
+
+TEST_CASE(
+    "elastic: losing node 0 (the coordinator's host) stops host B within the heartbeat timeout, naming it") {
+  ElasticCluster e("elastic_node0");
+  if (!e.ready()) return;
+  Started s = startBoth(e.cluster, e.dir);
+  const auto t0 = std::chrono::steady_clock::now();
+  e.cluster.killHost(0);
+  const int code_b = e.cluster.wait(s.b, 3.0 + 6);  // twoHostJob's heartbeat_timeout_s, and margin
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string log_b = readFile(e.dir / "b.log");
+  INFO("host B: " << log_b);
+  REQUIRE(code_b != -1);
+  CHECK(code_b != 0);
+  CHECK(took < 3.0 + 6);
+  CHECK(log_b.find("lost the coordinator at tcp://" + NetnsCluster::address(0)) != std::string::npos);
+  CHECK(e.cluster.wait(s.a, 5) == 128 + SIGKILL);
+  CHECK(runDtrain({"eval", e.dir / "run/checkpoints/latest", "--json"}).exit_code == 0);
 }
