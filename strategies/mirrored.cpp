@@ -26,7 +26,7 @@ void MirroredStrategy::reduceGradients(float* grads, int64_t n) { group_->allRed
 
 void MirroredStrategy::attach(const TrainingParts& parts) {
   // A single rank combines with nobody: its steps may be recorded whole.
-  local_ = std::make_unique<LocalStep>(parts, /*record_graphs=*/worldSize() == 1);
+  local_ = std::make_unique<LocalStep>(parts, /*record_graphs=*/worldSize() == 1 && !elastic_);
   gradients_ = std::make_unique<GradientSum>(*local_, *group_,
                                              [this](float* grads, int64_t n) { reduceGradients(grads, n); });
 }
@@ -39,7 +39,9 @@ std::string MirroredStrategy::describeRun() const {
 
 StepFigures MirroredStrategy::step(const StepInput& in) {
   if (!local_) throw Error(name_ + ": step before attach");
-  if (worldSize() == 1) return local_->runAlone(in);
+  // An elastic run left with one rank still agrees (with itself) on a
+  // regroup request, so replacements can join it.
+  if (worldSize() == 1 && !elastic_) return local_->runAlone(in);
   // Synchronised statistics need samples on every rank; an epoch's last
   // global batch smaller than the rank count is skipped by all ranks alike.
   if (gradients_->syncsBatchStats() && in.batch.global_size < worldSize()) {

@@ -209,7 +209,10 @@ def one_loss(a, work, tag, sig, steps, victims=1, checkpoint_every=50, chief=Fal
     out["generation"] = gen["change"] if gen else None
     tests = [l for l in lines if l.get("split") == "test"]
     out["accuracy"] = tests[-1]["accuracy"] if tests else None
-    out["completed"] = codes[0] == 0 and any(l.get("split") == "train" and l["step"] == steps for l in lines)
+    # Finished: its last step logged, by whichever rank was the chief by then (node 0's
+    # dtrain exits non-zero when every one of its own workers was lost, and goes on
+    # serving the rendezvous until the others finish).
+    out["completed"] = 0 in codes and any(l.get("split") == "train" and l["step"] == steps for l in lines)
     if sig == signal.SIGSTOP:
         for node in (0, 1):
             for pid in run.host_pids(node):
@@ -219,7 +222,7 @@ def one_loss(a, work, tag, sig, steps, victims=1, checkpoint_every=50, chief=Fal
                     pass
     out["corrupt_checkpoints"] = corrupt_checkpoints(a.dtrain, run.run_dir)
     if not out["completed"]:
-        out["log"] = run.log(0)[-1500:]
+        out["log"] = run.log(0)[-1500:] + run.log(1)[-1500:]
     return out
 
 

@@ -46,6 +46,7 @@ class HostStagedGroup : public ProcessGroup {
   void allGather(const float* in, int64_t n, float* out) override;
   void reduceScatterSum(float* data, const std::vector<int64_t>& counts) override;
   void barrier() override;
+  void abandon() override { host_->abandon(); }
 
  private:
   template <typename T>

@@ -3,6 +3,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <numeric>
@@ -126,6 +127,10 @@ class NcclProcessGroup::Impl {
   std::string failedText(const Call& call, ncclResult_t result) const;
   std::string timedOutText(const Call& call) const;
   std::string onRank() const { return " on rank " + std::to_string(rank); }
+  void throwIfAbandoned(const Call& call) const {
+    if (abandoned_)
+      throw CommError(call.operation + onRank() + ": left the call: the run is re-forming its group");
+  }
 
   CudaStream stream_;
   CudaEvent computeReady_;
@@ -134,6 +139,9 @@ class NcclProcessGroup::Impl {
   // Last: closed before the stream and buffers its calls used go.
   std::unique_ptr<NcclCommunicator> comm_;
   std::string failure_;  // the first failure; set = unusable
+
+ public:
+  std::atomic<bool> abandoned_{false};  // set from any thread (abandon())
 };
 
 NcclProcessGroup::Impl::Impl(Store& store, const std::string& keyPrefix, int rank, int size, int device,
@@ -154,7 +162,7 @@ NcclProcessGroup::Impl::~Impl() {
   cudaSetDevice(device);
   // After a failure, or while an exception unwinds (this rank stops taking
   // part), an orderly close would only keep the peers waiting.
-  if (!failure_.empty() || std::uncaught_exceptions() > 0) comm_->abort();
+  if (!failure_.empty() || abandoned_ || std::uncaught_exceptions() > 0) comm_->abort();
 }
 
 template <typename Body>
@@ -164,6 +172,7 @@ void NcclProcessGroup::Impl::collective(const std::string& operation, Body&& bod
                     "); it cannot be used again");
   const Call call{operation, Clock::now() + timeout};
   try {
+    throwIfAbandoned(call);
     body(call);
     return;
   } catch (const CommError& e) {
@@ -212,6 +221,7 @@ void NcclProcessGroup::Impl::awaitStarted(ncclResult_t begun, const Call& call) 
   ncclResult_t now = begun;
   const bool settled = pollWithBackoff(
       [&] {
+        throwIfAbandoned(call);
         now = comm_->state();
         return now != ncclInProgress;
       },
@@ -228,6 +238,7 @@ void NcclProcessGroup::Impl::awaitStream(const Call& call) {
         if (queried == cudaSuccess) return true;
         if (queried != cudaErrorNotReady) checkCuda(queried, "wait for the call on the device");
         cudaGetLastError();  // "not ready" is an answer, not an error to leave behind
+        throwIfAbandoned(call);
         const ncclResult_t state = comm_->state();
         if (state != ncclSuccess && state != ncclInProgress) throw CommError(failedText(call, state));
         return false;
@@ -396,5 +407,7 @@ void NcclProcessGroup::reduceScatterSum(float* data, const std::vector<int64_t>&
 }
 
 void NcclProcessGroup::barrier() { impl_->barrier(); }
+
+void NcclProcessGroup::abandon() { impl_->abandoned_ = true; }
 
 }  // namespace dtrain

@@ -73,6 +73,9 @@ class NcclProcessGroup : public ProcessGroup {
   void allGather(const float* in, int64_t n, float* out) override;
   void reduceScatterSum(float* data, const std::vector<int64_t>& counts) override;
   void barrier() override;
+  // The call under way stops at its next poll and aborts the communicator
+  // (ncclCommAbort); later calls throw; the destructor aborts too.
+  void abandon() override;
 
  private:
   class Impl;
