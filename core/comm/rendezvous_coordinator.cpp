@@ -111,6 +111,20 @@ void RendezvousCoordinator::handle(const std::string& identity, const void* data
     return handleJoin(identity, msg.request_id, join->request, now, out);
   if (auto* beat = std::get_if<wire::Heartbeat>(&msg.body))
     return handleHeartbeat(identity, msg.request_id, *beat, now, out);
+  if (auto* lost = std::get_if<wire::ReportLost>(&msg.body)) {
+    // The token is never echoed, as for a join.
+    std::string why;
+    if (lost->job_id != config_.job_id)
+      why = "this coordinator serves job " + quoted(config_.job_id) + ", not " + quoted(lost->job_id);
+    else if (!sameToken(lost->token, config_.token))
+      why = "wrong token for job " + quoted(config_.job_id);
+    if (!why.empty()) {
+      log("refused a report of a lost worker: " + why);
+      return out.refuse(identity, msg.request_id, why);
+    }
+    loseProcess(lost->node, lost->pid, lost->why, now, out);
+    return out.send(identity, msg.request_id, wire::Ok{});
+  }
   std::optional<uint64_t> generation = generationOf(msg.body);
   if (!generation) {
     std::string why = std::string("unexpected '") + wire::messageTypeName(type) +

@@ -112,6 +112,13 @@ void put(Writer& w, const Join& m) {
   w.i32(r.pid);
   w.i32(r.local_devices);
 }
+void put(Writer& w, const ReportLost& m) {
+  w.str(m.job_id);
+  w.str(m.token);
+  w.i32(m.node);
+  w.i32(m.pid);
+  w.str(m.why);
+}
 void put(Writer& w, const Set& m) {
   put(w, static_cast<const GroupRequest&>(m));
   w.str(m.key);
@@ -251,6 +258,15 @@ Body readBody(MessageType type, Reader& r) {
       m.generation = generation(r);
       return m;
     }
+    case MessageType::kReportLost: {
+      ReportLost m;
+      m.job_id = r.str("job_id");
+      m.token = r.str("token");
+      m.node = r.i32("node");
+      m.pid = r.i32("pid");
+      m.why = r.str("why");
+      return m;
+    }
     case MessageType::kWelcome: {
       Welcome m;
       Membership& g = m.membership;
@@ -324,6 +340,8 @@ const char* messageTypeName(MessageType type) {
       return "abort";
     case MessageType::kLeave:
       return "leave";
+    case MessageType::kReportLost:
+      return "report of a lost worker";
     case MessageType::kWelcome:
       return "welcome";
     case MessageType::kRefused:

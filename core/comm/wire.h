@@ -48,6 +48,7 @@ enum class MessageType : uint8_t {
   kHeartbeat = 8,
   kAbort = 9,
   kLeave = 10,
+  kReportLost = 11,
   // coordinator -> worker
   kWelcome = 64,
   kRefused = 65,
@@ -124,6 +125,18 @@ struct Leave : GroupRequest {
   static constexpr MessageType kType = MessageType::kLeave;
 };
 
+// A host's dtrain (not a member of any group) saw one of its workers die: in
+// an elastic run the coordinator loses it at once instead of waiting for its
+// silence. Carries the job's id and token, as a join does; answered by Ok.
+struct ReportLost {
+  static constexpr MessageType kType = MessageType::kReportLost;
+  std::string job_id;
+  std::string token;
+  int32_t node = 0;
+  int32_t pid = 0;
+  std::string why;
+};
+
 struct Welcome {
   static constexpr MessageType kType = MessageType::kWelcome;
   Membership membership;
@@ -165,8 +178,8 @@ struct RegroupNotice {
   std::string reason;       // a full sentence: who was lost, or who asked
 };
 
-using Body = std::variant<Join, Set, Get, Wait, Add, Check, Barrier, Heartbeat, Abort, Leave, Welcome,
-                          Refused, Ok, Value, Number, Flag, AbortNotice, RegroupNotice>;
+using Body = std::variant<Join, Set, Get, Wait, Add, Check, Barrier, Heartbeat, Abort, Leave, ReportLost,
+                          Welcome, Refused, Ok, Value, Number, Flag, AbortNotice, RegroupNotice>;
 
 struct Message {
   uint64_t request_id = 0;

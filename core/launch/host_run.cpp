@@ -15,6 +15,7 @@
 #include "core/config/local_node.h"
 #include "core/errors.h"
 #include "core/io/crc32.h"
+#include "core/launch/lost_worker_report.h"
 #include "core/launch/worker_env.h"
 #include "core/launch/worker_processes.h"
 #include "core/launch/worker_session.h"
@@ -215,9 +216,19 @@ int runHost(const JobConfig& job, const HostRunOptions& options) {
   workers.start(launches);
   // A lost worker the run survives: the coordinator hears of it at once
   // (rather than after the heartbeat timeout) when it is served here.
+  std::unique_ptr<LostWorkerReport> report;  // an elastic run's hosts other than node 0
+  if (!server && job.cluster.elastic)
+    report = std::make_unique<LostWorkerReport>(plan.coordinator, job_id, plan.token);
   auto survived = [&](size_t index, const std::string& what) {
     std::fprintf(options.log, "dtrain: node %d: %s; the run goes on without it\n", plan.node, what.c_str());
     std::fflush(options.log);
+    if (report) {
+      const std::string failed = report->send(plan.node, static_cast<int>(workers.pids()[index]), what);
+      if (!failed.empty())
+        std::fprintf(options.log, "dtrain: node %d: could not tell the coordinator: %s\n", plan.node,
+                     failed.c_str());
+      std::fflush(options.log);
+    }
     if (!server) return;
     if (job.cluster.elastic)
       server->reportLostProcess(plan.node, static_cast<int>(workers.pids()[index]), what);

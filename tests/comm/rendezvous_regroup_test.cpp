@@ -181,3 +181,22 @@ TEST_CASE("regroup: when every rank is lost the run fails, naming them") {
   CHECK(failure->find("rank 2 (host host1, pid 1010): did not answer the regroup notice") !=
         std::string::npos);
 }
+
+TEST_CASE("regroup: another host reports its dead worker with the job's token; a stranger is refused") {
+  Driver d(elasticConfig());
+  joinAll(d);
+  wire::ReportLost report;
+  report.job_id = kJob;
+  report.token = "not-the-token";
+  report.node = 1;
+  report.pid = joinRequest(1, 0).pid;
+  report.why = "killed by signal 9";
+  d.send("host1", 1, report);
+  CHECK(only<wire::Refused>(d.take("host1")).reason == "wrong token for job 'job-7'");
+  CHECK(d.take("a0").empty());
+  report.token = kToken;
+  d.send("host1", 2, report);
+  only<wire::Ok>(d.take("host1"));
+  const std::vector<wire::Message> to_a0 = d.take("a0");
+  CHECK(only<wire::RegroupNotice>(to_a0).reason == "lost rank 2 (host host1, pid 1010): killed by signal 9");
+}

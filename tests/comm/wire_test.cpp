@@ -65,6 +65,12 @@ std::vector<Body> oneOfEach() {
   notice.origin_rank = 3;
   notice.origin_host = "hostB";
   notice.reason = "lost";
+  ReportLost lost;
+  lost.job_id = "job";
+  lost.token = "t";
+  lost.node = 1;
+  lost.pid = 4242;
+  lost.why = "killed";
   RegroupNotice regroup;
   regroup.generation = 7;
   regroup.reason = "lost rank 3";
@@ -78,6 +84,7 @@ std::vector<Body> oneOfEach() {
           beat,
           abort,
           leave,
+          lost,
           welcome,
           Refused{"no"},
           Ok{},
@@ -137,7 +144,7 @@ TEST_CASE("wire: the layout is the documented one") {
   CHECK(back.generation == 0x0102030405060708ULL);
   CHECK(back.key == "ab");
   CHECK(back.timeout_ms == 0x11223344u);
-  std::string wf = encode(5, oneOfEach()[10]);
+  std::string wf = encode(5, oneOfEach()[11]);
   Message wm = decode(wf.data(), wf.size());
   const Welcome& w = std::get<Welcome>(wm.body);
   REQUIRE(w.membership.peers.size() == 2);
