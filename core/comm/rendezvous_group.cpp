@@ -51,8 +51,7 @@ int RendezvousGroup::rankOf(const std::string& identity) const {
 }
 
 std::string RendezvousGroup::describeRank(int rank) const {
-  const PeerInfo& p = peers_[static_cast<size_t>(rank)];
-  return "rank " + std::to_string(rank) + " (host " + p.host + ", pid " + std::to_string(p.pid) + ")";
+  return describePeer(rank, peers_[static_cast<size_t>(rank)]);
 }
 
 std::string RendezvousGroup::describeRanks(const std::vector<int>& ranks) const {

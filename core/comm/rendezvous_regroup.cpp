@@ -34,8 +34,7 @@ int RendezvousRegroup::rankOfIdentity(const std::string& identity) const {
 }
 
 std::string RendezvousRegroup::describeRank(int rank) const {
-  const PeerInfo& p = peers_[static_cast<size_t>(rank)];
-  return "rank " + std::to_string(rank) + " (host " + p.host + ", pid " + std::to_string(p.pid) + ")";
+  return describePeer(rank, peers_[static_cast<size_t>(rank)]);
 }
 
 void RendezvousRegroup::heardFrom(int rank, RendezvousClock::time_point now) {

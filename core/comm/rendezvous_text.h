@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include "core/comm/rendezvous_types.h"
+
 namespace dtrain {
 
 // 1500 ms -> "1.5 s"
@@ -16,5 +18,10 @@ inline std::string secondsText(std::chrono::milliseconds ms) {
 
 // A key or barrier name as the messages show it: 'name'.
 inline std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+// "rank 3 (host B, pid 1234)"
+inline std::string describePeer(int rank, const PeerInfo& p) {
+  return "rank " + std::to_string(rank) + " (host " + p.host + ", pid " + std::to_string(p.pid) + ")";
+}
 
 }  // namespace dtrain

@@ -124,10 +124,7 @@ void WorkerProcesses::endAll() {
   stopAll(SIGTERM);
   // A frozen worker (SIGSTOP) cannot act on SIGTERM: it would only be killed
   // when the grace runs out. The run has failed already; kill it now.
-  for (Child& c : children_) {
-    const char state = c.running ? processState(c.pid) : '\0';
-    if (state == 'T' || state == 't') ::kill(c.pid, SIGKILL);
-  }
+  killStopped();
   reapAll(grace_);
   stopAll(SIGKILL);
   reapAll(std::chrono::seconds(5));

@@ -67,6 +67,10 @@ void MetricsLog::writeGeneration(int64_t step, uint64_t generation, int world_si
   w.add("generation", static_cast<int64_t>(generation));
   w.add("world_size", static_cast<int64_t>(world_size));
   w.add("change", change);
+  append(w);
+}
+
+void MetricsLog::append(JsonWriter& w) {
   w.add("time", unixTime());
   std::string line = w.str() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
@@ -84,10 +88,7 @@ void MetricsLog::write(const MetricsRecord& r) {
   if (r.lr >= 0) w.add("lr", r.lr);
   w.add("samples", r.samples);
   for (const auto& [name, value] : r.extra) w.add(name, value);
-  w.add("time", unixTime());
-  std::string line = w.str() + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-    throw IoError("cannot write " + path_ + ": " + std::strerror(errno));
+  append(w);
 }
 
 }  // namespace dtrain

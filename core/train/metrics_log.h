@@ -13,6 +13,8 @@
 
 namespace dtrain {
 
+class JsonWriter;
+
 struct MetricsRecord {
   int64_t step = 0;
   int64_t epoch = 0;
@@ -44,6 +46,9 @@ class MetricsLog {
   const std::string& path() const { return path_; }
 
  private:
+  // Adds the time and writes the line, flushed.
+  void append(JsonWriter& w);
+
   std::string path_;
   std::FILE* file_ = nullptr;
 };

@@ -303,7 +303,6 @@ struct Trainer::Impl {
   // checkpoint due at the step the group re-formed at, if not done yet.
   int64_t catch_up = 0;
   std::chrono::steady_clock::time_point last_replacement_poll{};
-  uint64_t generation = 0;
 
   // The chief asks for the ranks to re-form when replacements wait (at most once a second).
   bool replacementsWaiting() {
@@ -355,7 +354,6 @@ struct Trainer::Impl {
         TrainerOptions::Regrouped r = opt.regroup();
         strategy = std::move(r.strategy);
         rank = strategy->rank();
-        generation = r.generation;
         replicas->clearGradients();
         catch_up = 1;
         shareChiefState();
@@ -367,7 +365,7 @@ struct Trainer::Impl {
           tensorboard = std::make_unique<TensorBoardWriter>(
               (std::filesystem::path(job.job.run_dir) / "tensorboard").string(), state.step);
         }
-        if (metrics) metrics->writeGeneration(state.step, generation, strategy->worldSize(), r.change);
+        if (metrics) metrics->writeGeneration(state.step, r.generation, strategy->worldSize(), r.change);
         say("regrouped at step " + std::to_string(state.step) + ": " + r.change);
         if (!r.stop.empty()) {
           checkpoint("stopped");
