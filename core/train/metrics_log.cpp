@@ -1,5 +1,6 @@
 #include "core/train/metrics_log.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -26,14 +27,19 @@ int64_t stepOfLine(const std::string& line) {
 
 // Keeps the lines up to `step` (the checkpoint a resume starts from). Written to
 // a temporary file and renamed, so a crash here leaves the old file intact.
-void truncateAfter(const std::string& path, int64_t step) {
+// Returns the last step kept (-1: none).
+int64_t truncateAfter(const std::string& path, int64_t step) {
   std::ifstream in(path);
-  if (!in) return;
+  if (!in) return -1;
+  int64_t last = -1;
   std::string tmp = path + ".tmp", line, kept;
   while (std::getline(in, line)) {
     // A line cut short by a kill has no closing brace: drop it too.
     int64_t s = stepOfLine(line);
-    if (s >= 0 && s <= step && !line.empty() && line.back() == '}') kept += line + "\n";
+    if (s >= 0 && s <= step && !line.empty() && line.back() == '}') {
+      kept += line + "\n";
+      last = std::max(last, s);
+    }
   }
   in.close();
   {
@@ -44,13 +50,14 @@ void truncateAfter(const std::string& path, int64_t step) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw IoError("cannot replace " + path + ": " + ec.message());
+  return last;
 }
 
 }  // namespace
 
 MetricsLog::MetricsLog(const std::string& run_dir, int64_t resume_step)
     : path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
-  if (resume_step >= 0) truncateAfter(path_, resume_step);
+  if (resume_step >= 0) last_step_ = truncateAfter(path_, resume_step);
   file_ = std::fopen(path_.c_str(), "a");
   if (!file_) throw IoError("cannot open " + path_ + " for appending: " + std::strerror(errno));
 }

@@ -44,12 +44,15 @@ class MetricsLog {
   // {"step":N,"event":"generation","generation":G,"world_size":W,"change":"..."}.
   void writeGeneration(int64_t step, uint64_t generation, int world_size, const std::string& change);
   const std::string& path() const { return path_; }
+  // Opened to resume: the last step of the lines kept (-1: none).
+  int64_t lastStep() const { return last_step_; }
 
  private:
   // Adds the time and writes the line, flushed.
   void append(JsonWriter& w);
 
   std::string path_;
+  int64_t last_step_ = -1;
   std::FILE* file_ = nullptr;
 };
 

@@ -303,6 +303,9 @@ struct Trainer::Impl {
   // checkpoint due at the step the group re-formed at, if not done yet.
   int64_t catch_up = 0;
   std::chrono::steady_clock::time_point last_replacement_poll{};
+  // The latest step's line, kept on every rank: a chief lost after the step's
+  // update but before writing it leaves it to the next.
+  MetricsRecord last_train_record;
 
   // The chief asks for the ranks to re-form when replacements wait (at most once a second).
   bool replacementsWaiting() {
@@ -364,6 +367,8 @@ struct Trainer::Impl {
           metrics = std::make_unique<MetricsLog>(job.job.run_dir, state.step);
           tensorboard = std::make_unique<TensorBoardWriter>(
               (std::filesystem::path(job.job.run_dir) / "tensorboard").string(), state.step);
+          if (metrics->lastStep() < state.step && last_train_record.step == state.step)
+            metrics->write(last_train_record);
         }
         if (metrics) metrics->writeGeneration(state.step, r.generation, strategy->worldSize(), r.change);
         say("regrouped at step " + std::to_string(state.step) + ": " + r.change);
@@ -460,6 +465,7 @@ struct Trainer::Impl {
     r.lr = p.lr;
     r.samples = static_cast<int64_t>(figs[2]);
     r.extra = p.figures.extra;
+    last_train_record = r;
     if (metrics) metrics->write(r);
     if (tensorboard)
       tensorboard->scalars(p.step, {{"train/loss", static_cast<float>(r.loss)},
