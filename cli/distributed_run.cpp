@@ -17,7 +17,6 @@
 #include "core/launch/host_run.h"
 #include "core/launch/launcher_run.h"
 #include "core/launch/worker_session.h"
-#include "core/train/device_choice.h"
 #include "core/util/seconds.h"
 #include "strategies/make_strategy.h"
 #include "strategies/parameter_server/shard_process.h"
@@ -56,12 +55,6 @@ int runWorker(const JobConfig& configured, const WorkerAssignment& assignment, c
   // So are the decoding threads of file datasets (each worker decodes its slice of every batch).
   if (job.data.loader_threads == 0 && job.data.dataset == "image_folder")
     job.data.loader_threads = std::max(1, resolveThreads(0) / assignment.local_workers);
-  // A GPU rank's step keeps its figures on the device until a step later;
-  // an elastic step agrees on them before its update.
-  if (job.cluster.elastic && !resolveDevice(job.job.device, assignment.localIndex()).isCpu())
-    throw ConfigError(
-        "[cluster] elastic: in-job recovery runs on CPU workers in this build, and this worker would compute "
-        "on a GPU; set elastic = false, or [job] device = \"cpu\"");
   WorkerSession session(job, assignment, hooks.before_abort_exit);
   if (session.shard() >= 0) {  // a parameter-server shard: serves the workers, trains nothing
     try {

@@ -26,7 +26,11 @@ void MirroredStrategy::reduceGradients(float* grads, int64_t n) { group_->allRed
 
 void MirroredStrategy::attach(const TrainingParts& parts) {
   // A single rank combines with nobody: its steps may be recorded whole.
-  local_ = std::make_unique<LocalStep>(parts, /*record_graphs=*/worldSize() == 1 && !elastic_);
+  // An elastic step agrees on its figures before its update: on a GPU they
+  // are read at once (a wait for the device each step) instead of a step later.
+  local_ = std::make_unique<LocalStep>(
+      parts, /*record_graphs=*/worldSize() == 1 && !elastic_,
+      elastic_ ? LocalStep::DeviceFigures::ReadBeforeUpdate : LocalStep::DeviceFigures::ReadLater);
   gradients_ = std::make_unique<GradientSum>(*local_, *group_,
                                              [this](float* grads, int64_t n) { reduceGradients(grads, n); });
 }
@@ -52,7 +56,8 @@ StepFigures MirroredStrategy::step(const StepInput& in) {
   return agreeOnStep(in, gradients_->compute(in), true);
 }
 
-StepFigures MirroredStrategy::agreeOnStep(const StepInput& in, const BatchFigures& mine, bool update) {
+StepFigures MirroredStrategy::agreeOnStep(const StepInput& in, const BatchFigures& queued, bool update) {
+  const BatchFigures mine = update ? local_->readFigures(queued) : queued;
   double figs[5] = {mine.loss_sum, static_cast<double>(mine.correct), static_cast<double>(mine.samples),
                     in.stop ? 1.0 : 0.0, in.regroup ? 1.0 : 0.0};
   group_->allReduceSum(figs, 5);

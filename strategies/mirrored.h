@@ -46,9 +46,10 @@ class MirroredStrategy : public Strategy {
   void agreeOnBuffers(ParamStore& buffers) override;
 
  private:
-  // An elastic run's step from its gradients (summed already): the figures,
-  // stop and regroup requests summed over the ranks, then the update.
-  StepFigures agreeOnStep(const StepInput& in, const BatchFigures& mine, bool update);
+  // An elastic run's step from its gradients (summed already; `queued`: the
+  // figures computeGradients returned): the figures (a GPU's read from the
+  // device first), stop and regroup requests summed over the ranks, then the update.
+  StepFigures agreeOnStep(const StepInput& in, const BatchFigures& queued, bool update);
   // All-reduces the gradient range [begin, end) of replica 0's buffer.
   void reduceGradients(float* grads, int64_t n);
 

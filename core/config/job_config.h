@@ -216,8 +216,15 @@ struct ClusterHost {
 };
 
 // [cluster]: who takes part and how they meet. Absent = a single-host run.
+// The [cluster] keys that mean something on one host too: the timeouts and
+// in-job recovery. A [cluster] of only these leaves the job on one host (its
+// workers meet over loopback); any other key says where the hosts are.
+bool isOneHostClusterKey(const std::string& key);
+
 struct ClusterSection {
-  bool present = false;  // the job has a [cluster] table (or a --set cluster.* override)
+  // The job runs on hosts that [cluster] names: the table has a key other
+  // than the one-host keys above, or is empty (or a --set gave such a key).
+  bool present = false;
   // Where the hosts and coordinator come from: "" (TF_CONFIG when it is set
   // in the environment, else the keys below) | "tf_config" (TF_CONFIG, which
   // must be set; coordinator and hosts are then not given) | "job" (the keys

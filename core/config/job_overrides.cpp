@@ -46,8 +46,11 @@ std::string sectionHint(const std::string& key) {
   return found.empty() ? "" : " (did you mean " + found + "?)";
 }
 
-// A --set of any cluster key gives the job a [cluster], as writing the key in the file would.
-void markClusterPresent(JobConfig& job, const SourcePos& pos) {
+// A --set of a cluster key that places the job on hosts gives it a
+// [cluster], as writing the key in the file would; a timeout or the recovery
+// policy alone does not (isOneHostClusterKey).
+void markClusterPresent(JobConfig& job, const std::string& key, const SourcePos& pos) {
+  if (isOneHostClusterKey(key)) return;
   job.cluster.present = true;
   job.positions.emplace("cluster", pos);
 }
@@ -83,7 +86,7 @@ void applyOverride(JobConfig& job, const std::string& override_text) {
       readClusterHosts(job, hostListToArray(list->get()), ValueOrigin{"", pos});
     else
       readClusterHosts(job, node, ValueOrigin{"", pos});
-    markClusterPresent(job, pos);
+    markClusterPresent(job, "hosts", pos);
     return;
   }
 
@@ -91,7 +94,7 @@ void applyOverride(JobConfig& job, const std::string& override_text) {
   if (!field) failAt(pos, unknownKeyMessage(section, name));
   toml::table parsed = parseValue(value);
   assignField(job, *field, *parsed.get("v"), ValueOrigin{"", pos});
-  if (section == "cluster") markClusterPresent(job, pos);
+  if (section == "cluster") markClusterPresent(job, name, pos);
 }
 
 }  // namespace dtrain

@@ -117,16 +117,27 @@ JobConfig shownJob(const JobConfig& job) {
   return shown;
 }
 
-// [cluster] only when the job has one (a one-device job has none), and of
-// token / token_file only the one in use, so the text reads back to the same job.
+// [cluster] in full when the job runs on the hosts it names; a one-host job's
+// holds the one-host keys (isOneHostClusterKey) only when one differs from its
+// default, so a plain job has none. Of token / token_file only the one in use:
+// the text reads back to the same job.
+bool oneHostKeysChanged(const JobConfig& job) {
+  const JobConfig defaults;
+  for (const JobField& f : jobFields())
+    if (std::string(f.section) == "cluster" && isOneHostClusterKey(f.key) &&
+        std::visit(TextOf{}, f.cref(job)) != std::visit(TextOf{}, f.cref(defaults)))
+      return true;
+  return false;
+}
 bool sectionWritten(const JobConfig& job, const std::string& section) {
-  return section != "cluster" || job.cluster.present;
+  return section != "cluster" || job.cluster.present || oneHostKeysChanged(job);
 }
 bool fieldWritten(const JobConfig& job, const JobField& f) {
   // Named stages are written as [[strategy.stages]] tables, which give the count.
   if (std::string(f.section) == "strategy" && std::string(f.key) == "stages")
     return job.strategy.stage_layers.empty();
   if (std::string(f.section) != "cluster") return true;
+  if (!job.cluster.present) return isOneHostClusterKey(f.key);
   if (std::string(f.key) == "token") return !job.cluster.token.empty();
   if (std::string(f.key) == "token_file") return !job.cluster.token_file.empty();
   return true;
@@ -165,10 +176,11 @@ toml::table jobToTable(const JobConfig& resolved) {
     }
     if (section == "strategy" && !job.strategy.stage_layers.empty()) {
       toml::array stages;
-      for (const std::vector<std::string>& layers : job.strategy.stage_layers) stages.push_back(stageTable(layers));
+      for (const std::vector<std::string>& layers : job.strategy.stage_layers)
+        stages.push_back(stageTable(layers));
       t.insert("stages", std::move(stages));
     }
-    if (section == "cluster") {
+    if (section == "cluster" && job.cluster.present) {
       toml::array hosts;
       for (const ClusterHost& host : job.cluster.hosts) hosts.push_back(hostTable(host));
       t.insert("hosts", std::move(hosts));

@@ -30,16 +30,17 @@ void readStageLayers(JobConfig& job, const toml::array& stages, const ValueOrigi
     const std::string entry = "[strategy] stages[" + std::to_string(i) + "]";
     const toml::table* table = node.as_table();
     if (!table)
-      failAt(where.at(node), "[strategy] stages must be an integer (the stage count) or " + std::string(example) +
-                                 " (got " + describeNode(node) + " in the array)");
+      failAt(where.at(node), "[strategy] stages must be an integer (the stage count) or " +
+                                 std::string(example) + " (got " + describeNode(node) + " in the array)");
     std::vector<std::string> names;
     bool has_layers = false;
     for (const TableEntry& e : entriesInFileOrder(*table)) {
       if (e.key != "layers")
         failAt(where.at(e.key_pos), entry + " unknown key '" + e.key + "'; a stage has only layers = [...]");
       const toml::array* list = e.node->as_array();
-      if (!list) failAt(where.at(*e.node), entry + ".layers must be an array of layer names (got " +
-                                               describeNode(*e.node) + ")");
+      if (!list)
+        failAt(where.at(*e.node),
+               entry + ".layers must be an array of layer names (got " + describeNode(*e.node) + ")");
       for (const toml::node& name : *list) {
         if (!name.is_string())
           failAt(where.at(name), entry + ".layers must hold layer names (got " + describeNode(name) + ")");
@@ -50,7 +51,8 @@ void readStageLayers(JobConfig& job, const toml::array& stages, const ValueOrigi
     if (!has_layers) failAt(where.at(node), entry + " needs layers = [...], the stage's layer names");
     job.strategy.stage_layers.push_back(std::move(names));
   }
-  if (stages.empty()) failAt(where.at(stages), "[strategy] stages is an empty array; give " + std::string(example));
+  if (stages.empty())
+    failAt(where.at(stages), "[strategy] stages is an empty array; give " + std::string(example));
   job.strategy.stages = static_cast<int>(job.strategy.stage_layers.size());
   job.positions["strategy.stages"] = where.at(stages);
 }
@@ -95,6 +97,15 @@ void readSection(JobConfig& job, const std::string& section, const toml::table& 
   failAt(where.at(e.key_pos), msg);
 }
 
+// Whether a [cluster] table places the job on hosts (isOneHostClusterKey):
+// an empty one does, as a table that only sets timeouts or recovery does not.
+bool describesHosts(const toml::table& cluster) {
+  if (cluster.empty()) return true;
+  for (const auto& [key, value] : cluster)
+    if (!isOneHostClusterKey(std::string(key.str()))) return true;
+  return false;
+}
+
 void readRoot(JobConfig& job, const toml::table& root, const ValueOrigin& where) {
   for (const TableEntry& e : entriesInFileOrder(root)) {
     bool known = isSection(e.key);
@@ -104,7 +115,7 @@ void readRoot(JobConfig& job, const toml::table& root, const ValueOrigin& where)
     if (!table)
       failAt(where.at(*e.node), "[" + e.key + "] must be a table (got " + describeNode(*e.node) + ")");
     job.positions[e.key] = where.at(*table);
-    if (e.key == "cluster") job.cluster.present = true;
+    if (e.key == "cluster") job.cluster.present = describesHosts(*table);
     readSection(job, e.key, *table, where);
   }
 }

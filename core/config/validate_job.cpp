@@ -478,6 +478,10 @@ void checkCluster(const Checker& c, const ClusterSection& cl, bool under_launche
     checkClusterToken(c, cl);
   if (cl.from != "tf_config" && (!under_launcher || !cl.hosts.empty() || c.given("cluster.hosts")))
     checkClusterHosts(c, cl);
+}
+
+// The keys that mean something on one host too (isOneHostClusterKey).
+void checkClusterTimesAndPolicy(const Checker& c, const ClusterSection& cl) {
   c.positive("cluster.join_timeout_s", cl.join_timeout_s);
   c.positive("cluster.heartbeat_interval_s", cl.heartbeat_interval_s);
   c.positive("cluster.heartbeat_timeout_s", cl.heartbeat_timeout_s);
@@ -509,6 +513,7 @@ void validateJob(const JobConfig& job, bool under_launcher) {
   checkSchedule(c, job.schedule, job.optimizer.lr);
   checkStrategy(c, job.strategy, job.cluster, under_launcher);
   checkCluster(c, job.cluster, under_launcher);
+  checkClusterTimesAndPolicy(c, job.cluster);
   checkElastic(c, job.cluster, job.strategy, under_launcher);
 }
 

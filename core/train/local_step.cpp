@@ -10,7 +10,8 @@
 
 namespace dtrain {
 
-LocalStep::LocalStep(const TrainingParts& parts, bool record_graphs) : parts_(parts) {
+LocalStep::LocalStep(const TrainingParts& parts, bool record_graphs, DeviceFigures device_figures)
+    : parts_(parts), device_figures_(device_figures) {
   if (record_graphs && onDevice() && parts_.job->job.cuda_graphs && !parts_.profile)
     recorded_ =
         std::make_unique<RecordedSteps>(*parts_.replicas, *parts_.optimizer, parts_.job->train.batch_size,
@@ -54,6 +55,16 @@ void LocalStep::sumReplicas() {
   });
 }
 
+BatchFigures LocalStep::readFigures(const BatchFigures& queued) {
+  if (!onDevice()) return queued;
+  if (device_figures_ != DeviceFigures::ReadBeforeUpdate)
+    throw Error(
+        "LocalStep: a GPU step's figures are read before its update only when asked for at construction");
+  ReplicaSet& replicas = *parts_.replicas;
+  replicas.snapshotDeviceFigures();
+  return replicas.takeDeviceFigures();
+}
+
 StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) {
   ReplicaSet& replicas = *parts_.replicas;
   ParamStore& store = replicas.store();
@@ -66,6 +77,7 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
     if (clip_norm > 0) clip(clip_norm);
     parts_.optimizer->update(params, grads, 0, store.size(), info);
     replicas.grads().zero();
+    if (device_figures_ == DeviceFigures::ReadBeforeUpdate) return StepFigures{figures, false};
     // Read a step later, when the device has long got there.
     replicas.snapshotDeviceFigures();
     return StepFigures{BatchFigures{}, true};

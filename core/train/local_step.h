@@ -18,9 +18,18 @@ namespace dtrain {
 
 class LocalStep {
  public:
+  // How a GPU step's figures reach the host.
+  enum class DeviceFigures {
+    // Snapshotted at the update and read a step later: the host never waits.
+    ReadLater,
+    // Read before the update (readFigures), waiting for the device: an
+    // elastic step agrees on them before it changes the parameters.
+    ReadBeforeUpdate,
+  };
   // `record_graphs`: a one-process GPU run whose strategy lets the whole step
   // be recorded ([job] cuda_graphs decides whether it is).
-  LocalStep(const TrainingParts& parts, bool record_graphs);
+  LocalStep(const TrainingParts& parts, bool record_graphs,
+            DeviceFigures device_figures = DeviceFigures::ReadLater);
   ~LocalStep();
 
   const TrainingParts& parts() const { return parts_; }
@@ -38,9 +47,14 @@ class LocalStep {
   // CPU: adds the replicas' gradients into replica 0's (on the compute
   // threads); a GPU has one replica.
   void sumReplicas();
+  // The step's figures on the host: `queued` itself on the CPU; on a GPU
+  // (DeviceFigures::ReadBeforeUpdate) the sums of what was queued since the
+  // last read, waiting for the device to get there.
+  BatchFigures readFigures(const BatchFigures& queued);
   // From replica 0's complete gradients: clipping ([train] grad_clip_norm),
   // the update, the gradients cleared for the next step; on a GPU then the
-  // loss sums' snapshot, and the figures are on their way.
+  // loss sums' snapshot, and the figures are on their way (read already with
+  // DeviceFigures::ReadBeforeUpdate: `figures` are returned as they are).
   StepFigures update(const StepInput& in, const BatchFigures& figures);
   // A worker whose update runs in another process (central_storage): the
   // gradients cleared for the next step without an update; on a GPU then the
@@ -58,6 +72,7 @@ class LocalStep {
   float clipFactorOnCpu(double max_norm);
 
   TrainingParts parts_;
+  DeviceFigures device_figures_;
   std::unique_ptr<RecordedSteps> recorded_;
 };
 

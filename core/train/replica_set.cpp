@@ -155,6 +155,13 @@ BatchFigures ReplicaSet::takeDeviceFigures() {
   return figuresOf(loss_->takeSnapshot());
 }
 
+void ReplicaSet::discardDeviceFigures() {
+  if (!loss_) throw Error("discardDeviceFigures is for GPU replica sets");
+  while (loss_->pendingSnapshots() > 0) loss_->takeSnapshot();
+  loss_->snapshot();  // what was queued since: read, which waits for the device, and dropped
+  loss_->takeSnapshot();
+}
+
 BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
                                    BackwardListener* listener) {
   if (!device_.isCpu()) return runOnDevice(batch, training, seed, grad_scale, listener);

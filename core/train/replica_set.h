@@ -91,6 +91,10 @@ class ReplicaSet {
   // trainer takes a step's figures one step later.
   void snapshotDeviceFigures();
   BatchFigures takeDeviceFigures();
+  // GPU only: waits for the device to finish what was queued, and drops the
+  // figures of the steps not yet taken (an elastic step that failed part way
+  // is redone, and its figures with it).
+  void discardDeviceFigures();
   // GPU only: trainStep in its three parts, for a step recorded once as a
   // CUDA graph and replayed (core/train/device_step.h): queue the batch's copy
   // into one of the stager's two buffers; queue forward, loss and backward on

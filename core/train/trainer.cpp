@@ -353,6 +353,9 @@ struct Trainer::Impl {
       std::fflush(stderr);
       pending.clear();  // an elastic step's figures are settled as it ends
       strategy.reset();
+      // A GPU's queued work finishes before the loader (whose pinned batches
+      // the copies read) is made again; the redone step's figures start anew.
+      if (!device.isCpu()) replicas->discardDeviceFigures();
       try {
         TrainerOptions::Regrouped r = opt.regroup();
         strategy = std::move(r.strategy);

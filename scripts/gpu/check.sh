@@ -19,6 +19,7 @@
 #              for, and is waited for before the benchmark                            ~30-150 s
 #   parity     configs/fashion_cnn.toml for N epochs (default 1) on cuda and on cpu;
 #              mirrored 2 ranks (gloo) on the one GPU against 1 rank, same global batch;
+#              an elastic run of 3 ranks there, one killed at step 150, against 1 rank;
 #              a parameter server's 2 workers (sync, async) on the one GPU + 1 shard against
 #              1 rank; central storage's 2 workers and a 2-stage pipeline on the one GPU
 #              against 1 rank; a 1-rank NCCL run resumed with more steps against one run

@@ -9,6 +9,12 @@ Items (each PASS or FAIL, with its figures):
   gloo-2-ranks   the same job mirrored over 2 ranks on the one GPU (backend gloo: NCCL
                  refuses two ranks on one device) against 1 rank (one_device), the same
                  global batch: final test accuracy within 0.005 and test loss within 1%.
+  elastic-3-ranks
+                 mirrored over 3 ranks on the one GPU (gloo, [cluster] elastic = true); one
+                 worker killed (kill -9) after step 150: the 2 others finish the run from
+                 their memory, every step is logged once, one generation line names the lost
+                 rank, and against the 1-rank run test accuracy is within 0.005 and test loss
+                 within 1% (the same global batches throughout).
   ps-2-workers   the same job as a parameter server, 2 workers on the one GPU + 1 shard,
                  against the 1-rank run above: sync within 0.005 in test accuracy and 1% in
                  test loss (the same training up to the order of float sums), async within
@@ -50,19 +56,29 @@ DEADLINE = [float("inf")]  # time.monotonic() after which no run starts (--budge
 class Run:
     """One dtrain command's outcome: exit code, last lines, final step and test figures."""
 
-    def __init__(self, label, cmd, run_dir):
+    def __init__(self, label, cmd, run_dir, meanwhile=None):
+        """meanwhile(process, run_dir), when given, runs while the command does (to kill a worker)."""
         self.label, self.cmd, self.run_dir = label, cmd, run_dir
+        self.note = ""
         t0 = time.monotonic()
         timeout = min(RUN_TIMEOUT_S, DEADLINE[0] - t0)
         if timeout < 10:
             self.code, out = "not run", "the time budget (--budget) is spent"
         else:
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-                self.code, out = p.returncode, p.stdout + p.stderr
-            except subprocess.TimeoutExpired as e:
-                self.code = f"timeout after {timeout:.0f} s"
-                out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+            # Output to a file: the command may write while `meanwhile` runs.
+            with open(run_dir + ".out", "w+") as sink:
+                p = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, text=True)
+                try:
+                    if meanwhile:
+                        self.note = meanwhile(p, run_dir, t0 + timeout) or ""
+                    self.code = p.wait(timeout=max(1.0, t0 + timeout - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                    self.code = f"timeout after {timeout:.0f} s"
+                sink.seek(0)
+                out = sink.read()
+            os.remove(run_dir + ".out")
         self.seconds = time.monotonic() - t0
         self.tail = [l for l in out.splitlines() if l.strip()][-3:]
         m = DONE.findall(out)
@@ -89,7 +105,7 @@ class Run:
                 "seconds": round(self.seconds, 1)}
 
 
-def train(a, label, sets, command="train", run_dir=None):
+def train(a, label, sets, command="train", run_dir=None, meanwhile=None):
     run_dir = run_dir or os.path.join(a.work, label)
     if command == "train":
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -100,7 +116,8 @@ def train(a, label, sets, command="train", run_dir=None):
     for s in sets:
         cmd += ["--set", s]
     print(f"  {label}: {' '.join(sets)}", flush=True)
-    return Run(label, cmd, run_dir)
+    os.makedirs(os.path.dirname(run_dir), exist_ok=True)
+    return Run(label, cmd, run_dir, meanwhile)
 
 
 def item(name, ok, detail, **figures):
@@ -136,19 +153,19 @@ def one_rank(a):
     return ONE_RANK["run"]
 
 
-def same_as_one_rank(a, name, run, label, key):
+def same_as_one_rank(a, name, run, label, key, also_ok=True, also_said=""):
     """The item comparing a several-process run with the 1-rank run: test accuracy within 0.005,
-    test loss within 1%."""
+    test loss within 1%; `also_ok` and `also_said`: the item's other checks."""
     one = one_rank(a)
     figures = {key: run.figures(), "one_rank": one.figures()}
     if not (run.ok and one.ok):
-        return item(name, False, "; ".join(r.why() for r in (run, one) if not r.ok), **figures)
+        return item(name, False, also_said + "; ".join(r.why() for r in (run, one) if not r.ok), **figures)
     acc_diff = abs(run.accuracy - one.accuracy)
     loss_rel = abs(run.loss - one.loss) / max(one.loss, 1e-12)
-    ok = acc_diff <= 0.005 and loss_rel <= 0.01
+    ok = acc_diff <= 0.005 and loss_rel <= 0.01 and also_ok
     return item(name, ok,
-                f"test accuracy {label} {run.accuracy:.4f} / 1 rank {one.accuracy:.4f} (diff {acc_diff:.4f}, "
-                f"bar 0.005); test loss {run.loss:.4f} / {one.loss:.4f} ({loss_rel:.1%}, bar 1%)",
+                f"{also_said}test accuracy {label} {run.accuracy:.4f} / 1 rank {one.accuracy:.4f} (diff "
+                f"{acc_diff:.4f}, bar 0.005); test loss {run.loss:.4f} / {one.loss:.4f} ({loss_rel:.1%}, bar 1%)",
                 accuracy_diff=acc_diff, loss_rel_diff=loss_rel, **figures)
 
 
@@ -193,6 +210,51 @@ def pipeline_two_stages(a):
     return same_as_one_rank(a, "pipeline-2-stages", two, "2 stages", "two_stages")
 
 
+def logged_step(run_dir):
+    """The last training step metrics.jsonl holds so far (0 before the first)."""
+    try:
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            steps = [json.loads(l)["step"] for l in f if l.endswith("}\n") and '"split":"train"' in l]
+    except OSError:
+        return 0
+    return max(steps, default=0)
+
+
+def kill_a_worker_after(step):
+    """A `meanwhile` for Run: kill -9 the host process's last worker once `step` is logged."""
+    def meanwhile(p, run_dir, deadline):
+        while p.poll() is None and time.monotonic() < deadline and logged_step(run_dir) < step:
+            time.sleep(0.05)
+        try:
+            with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                workers = [int(w) for w in f.read().split()]
+        except OSError:
+            workers = []
+        if p.poll() is not None or not workers:
+            return "the run ended before a worker could be killed"
+        os.kill(workers[-1], 9)
+        return f"killed worker pid {workers[-1]} at step {logged_step(run_dir)}"
+    return meanwhile
+
+
+def elastic_three_ranks(a):
+    common = [f"train.epochs={a.epochs}", "job.device=cuda", "job.precision=fp32", "strategy.type=mirrored",
+              "strategy.workers=3", "strategy.backend=gloo", "cluster.elastic=true",
+              "train.checkpoint_every_steps=100"]
+    run = train(a, "cnn_elastic_3ranks", common, meanwhile=kill_a_worker_after(150))
+    rows = []
+    if os.path.exists(os.path.join(run.run_dir, "metrics.jsonl")):
+        with open(os.path.join(run.run_dir, "metrics.jsonl")) as f:
+            rows = [json.loads(l) for l in f if l.endswith("}\n")]
+    steps = [r["step"] for r in rows if r.get("split") == "train"]
+    generations = [r for r in rows if r.get("event") == "generation"]
+    logged_once = steps == list(range(1, len(steps) + 1)) and run.step is not None and len(steps) == run.step
+    regrouped = len(generations) == 1 and generations[0]["world_size"] == 2 and "lost rank 2" in generations[0]["change"]
+    said = (f"{run.note}; every step logged once: {logged_once}; generation lines: "
+            f"{[g['change'] for g in generations]}; ")
+    return same_as_one_rank(a, "elastic-3-ranks", run, "3 ranks, 1 lost", "elastic", logged_once and regrouped, said)
+
+
 def nccl_resume(a):
     common = ["job.device=cuda", "job.precision=fp32", "strategy.type=mirrored", "strategy.workers=1",
               "strategy.backend=nccl", "schedule.type=constant", "schedule.warmup_steps=0"]
@@ -227,8 +289,8 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build-gpu", "parity"))
     ap.add_argument("--json", default="")
     ap.add_argument("--budget", type=float, default=0, help="seconds for all runs together (default: no limit)")
-    names = ["cuda-vs-cpu", "gloo-2-ranks", "ps-2-workers", "central-storage-2-workers", "pipeline-2-stages",
-             "nccl-resume"]
+    names = ["cuda-vs-cpu", "gloo-2-ranks", "elastic-3-ranks", "ps-2-workers", "central-storage-2-workers",
+             "pipeline-2-stages", "nccl-resume"]
     ap.add_argument("--only", nargs="+", choices=names, default=names)
     a = ap.parse_args()
     a.dtrain = os.path.abspath(a.dtrain)
@@ -243,7 +305,7 @@ def main():
         DEADLINE[0] = time.monotonic() + a.budget
     checks = {"cuda-vs-cpu": cuda_vs_cpu, "gloo-2-ranks": gloo_two_ranks, "ps-2-workers": ps_two_workers,
               "central-storage-2-workers": central_storage_two_workers, "pipeline-2-stages": pipeline_two_stages,
-              "nccl-resume": nccl_resume}
+              "elastic-3-ranks": elastic_three_ranks, "nccl-resume": nccl_resume}
     items = [checks[name](a) for name in a.only]
     if a.json:
         with open(a.json + ".tmp", "w") as f:

@@ -263,3 +263,18 @@ TEST_CASE("--set cluster.hosts takes address:slots lists and replaces the file's
       "--set cluster.hosts=3: [cluster] hosts must be an array of tables ([[cluster.hosts]] or [{ address = "
       "\"10.0.0.1\", slots = 2 }, ...]) (got integer 3)");
 }
+
+TEST_CASE("a [cluster] of timeouts and recovery alone leaves the job on one host") {
+  CHECK_FALSE(
+      parseJobString("[cluster]\nelastic = true\nheartbeat_timeout_s = 5\n", "job.toml").cluster.present);
+  CHECK_FALSE(parseJobString("", "job.toml", {"cluster.elastic=true", "cluster.collective_timeout_s=60"})
+                  .cluster.present);
+  // Any key that says where the hosts are, or an empty table, places it on hosts.
+  CHECK(parseJobString("[cluster]\nelastic = true\ncoordinator = \"10.0.0.1:29500\"\n", "job.toml")
+            .cluster.present);
+  CHECK(parseJobString("[cluster]\n", "job.toml").cluster.present);
+  CHECK(
+      parseJobString("", "job.toml", {"cluster.elastic=true", "cluster.token_file=/run/t"}).cluster.present);
+  CHECK(dtrain::isOneHostClusterKey("max_restarts"));
+  CHECK_FALSE(dtrain::isOneHostClusterKey("hosts"));
+}

@@ -263,8 +263,9 @@ TEST_CASE(
         "job.toml:11:9: [cluster] hosts must list at least one host (got [])");
   // Without a launcher the same jobs are refused.
   CHECK(errorOf(mwm).find("'multi_worker_mirrored' needs a [cluster] section") != std::string::npos);
-  CHECK(errorOf(clusterJob("multi_worker_mirrored", "heartbeat_timeout_s = 5\n")).find("needs coordinator") !=
-        std::string::npos);
+  // A [cluster] of timeouts alone says nothing of the hosts.
+  CHECK(errorOf(clusterJob("multi_worker_mirrored", "heartbeat_timeout_s = 5\n"))
+            .find("'multi_worker_mirrored' needs a [cluster] section: coordinator") != std::string::npos);
 }
 
 TEST_CASE("[cluster] elastic: mirrored strategies only, not under a launcher; its limits range-checked") {
@@ -288,4 +289,11 @@ TEST_CASE("[cluster] elastic: mirrored strategies only, not under a launcher; it
         /*under_launcher=*/true);
   });
   CHECK(under_launcher.find("needs dtrain's own processes on each host") != std::string::npos);
+  // On one host: a [cluster] of the recovery keys alone, checked as on several.
+  const std::string mirrored = std::string(kMinimalJob) + "\n[strategy]\ntype = \"mirrored\"\n";
+  CHECK(errorOf(mirrored, {"cluster.elastic=true"}) == "(no ConfigError)");
+  CHECK(errorOf(mirrored, {"cluster.elastic=true", "cluster.heartbeat_timeout_s=-1"})
+            .find("cluster.heartbeat_timeout_s") != std::string::npos);
+  CHECK(errorOf(std::string(kMinimalJob), {"cluster.elastic=true"}).find("strategy 'one_device'") !=
+        std::string::npos);
 }

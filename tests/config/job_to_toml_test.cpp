@@ -295,3 +295,24 @@ TEST_CASE("a pipeline's named stages round-trip as [[strategy.stages]] tables, i
   JobConfig from_table = parseJobTable(jobToTable(job), "state.toml");
   CHECK(from_table.strategy.stage_layers == job.strategy.stage_layers);
 }
+
+TEST_CASE("a one-host job's recovery settings round-trip without giving it a [cluster] of hosts") {
+  JobConfig job =
+      parseJobString(dtrain::test::kMinimalJob, "job.toml",
+                     {"strategy.type=mirrored", "cluster.elastic=true", "cluster.max_restarts=5"});
+  CHECK_FALSE(job.cluster.present);
+  const std::string text = jobToToml(job);
+  CHECK(text.find("[cluster]\njoin_timeout_s = ") != std::string::npos);
+  CHECK(text.find("coordinator") == std::string::npos);
+  CHECK(text.find("token") == std::string::npos);
+  for (const JobConfig& back :
+       {parseJobString(text, "job.toml"), parseJobTable(jobToTable(job), "state.toml")}) {
+    CHECK_FALSE(back.cluster.present);
+    CHECK(back.cluster.elastic);
+    CHECK(back.cluster.max_restarts == 5);
+    CHECK_NOTHROW(dtrain::validateJob(back));
+  }
+  // A one-host job at every default writes no [cluster] at all.
+  CHECK(jobToToml(parseJobString(dtrain::test::kMinimalJob, "job.toml")).find("[cluster]") ==
+        std::string::npos);
+}
