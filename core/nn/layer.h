@@ -49,6 +49,14 @@ class StatsReducer {
   virtual void allReduceSum(double* data, int64_t n) = 0;
 };
 
+// Which gradients a backward call computes. A pipeline stage may compute its
+// input gradients first, send them to the stage before, and its parameter
+// gradients after (Zero Bubble's B and W passes): a layer whose
+// splitsBackward() is true is then called twice, with Inputs (din as usual,
+// no parameter gradient) and later with Params (every din null, the same in,
+// out and dout). Other layers always get All.
+enum class BackwardPart : uint8_t { All, Inputs, Params };
+
 // Per-call facts a layer may need.
 struct LayerContext {
   bool training = true;
@@ -74,6 +82,8 @@ struct LayerContext {
   // Told around each layer's forward and backward (dtrain bench step); null
   // in training.
   class LayerTimer* layer_timer = nullptr;
+  // backward's part (BackwardPart); All unless the layer splitsBackward().
+  BackwardPart backward_part = BackwardPart::All;
 };
 
 class Layer {
@@ -109,6 +119,10 @@ class Layer {
   // gradient (the network input); otherwise it is overwritten.
   virtual void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                         const std::vector<Tensor*>& din, const LayerContext& ctx) = 0;
+  // Whether backward computes its input and its parameter gradients in
+  // separate calls when asked (LayerContext::backward_part); the two add up
+  // to one All call.
+  virtual bool splitsBackward() const { return false; }
 
   // Optional fusion, called after setup() and before bind(): the model may ask
   // a layer to apply the element-wise activation layer of type `type` (e.g.

@@ -330,6 +330,11 @@ void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext
 
 void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& doutputs,
                      const std::vector<Tensor*>& dinputs, const LayerContext& ctx) {
+  if (ctx.backward_part == BackwardPart::Params) {
+    backwardParams(inputs, ctx);
+    return;
+  }
+  const bool inputs_only = ctx.backward_part == BackwardPart::Inputs;
   if (doutputs.size() != outputs_.size() || dinputs.size() != cut_inputs_.size())
     throw Error("a model part of " + std::to_string(outputs_.size()) + " outputs and " +
                 std::to_string(cut_inputs_.size()) + " inputs was given " + std::to_string(doutputs.size()) +
@@ -382,9 +387,28 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
         din.push_back(&to_add.back().second);
       }
     }
+    const bool split = inputs_only && node.layer->splitsBackward();
+    c.backward_part = split ? BackwardPart::Inputs : BackwardPart::All;
     if (ctx.layer_timer) ctx.layer_timer->begin(i, true);
     node.layer->backward(inputsOf(node, inputs), act_[i], grad_[i], din, c);
     for (auto& [target, g] : to_add) target->add(g);
+    if (ctx.layer_timer) ctx.layer_timer->end(i, true);
+    if (ctx.backward_listener && !split) ctx.backward_listener->layerDone(i);
+  }
+}
+
+void Model::backwardParams(const std::vector<const Tensor*>& inputs, const LayerContext& ctx) {
+  LayerContext c = ctx;
+  for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
+    Node& node = nodes_[static_cast<size_t>(i)];
+    if (alias_of_[static_cast<size_t>(i)] >= 0 || !trained_path_[static_cast<size_t>(i)] ||
+        !node.layer->splitsBackward())
+      continue;
+    c.layer_index = layer_index_[static_cast<size_t>(i)];
+    const std::vector<Tensor*> no_din(node.inputs.size(), nullptr);
+    if (ctx.layer_timer) ctx.layer_timer->begin(i, true);
+    node.layer->backward(inputsOf(node, inputs), act_[static_cast<size_t>(i)], grad_[static_cast<size_t>(i)],
+                         no_din, c);
     if (ctx.layer_timer) ctx.layer_timer->end(i, true);
     if (ctx.backward_listener) ctx.backward_listener->layerDone(i);
   }

@@ -86,6 +86,12 @@ class Model {
   // A part's backward: `doutputs` the gradients of its results out (in
   // outputs() order); `dinputs` receive the gradients of the inputs that
   // need one (the others' entries may be null).
+  // ctx.backward_part Inputs computes the gradients of the inputs only (the
+  // layers that split their backward leave their parameter gradients); a
+  // later call with Params and the same inputs computes those from the
+  // gradients the first call left in place (doutputs and dinputs are then
+  // not read; empty will do). The listener hears each layer once, when its
+  // parameter gradients are complete.
   void backward(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& doutputs,
                 const std::vector<Tensor*>& dinputs, const LayerContext& ctx);
   // The results out: the cut's outputs, then the last layer's.
@@ -110,6 +116,9 @@ class Model {
 
  private:
   std::vector<const Tensor*> inputsOf(const Node& node, const std::vector<const Tensor*>& inputs) const;
+  // backward's second pass (BackwardPart::Params): the parameter gradients
+  // of the layers that split their backward.
+  void backwardParams(const std::vector<const Tensor*>& inputs, const LayerContext& ctx);
   void findAliases(const ModelFusions& fusions);
   // Fuses add node i into the producer of its later input; returns whether it did.
   bool fuseResidualAdd(size_t i);

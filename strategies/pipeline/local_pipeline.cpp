@@ -55,7 +55,11 @@ BatchFigures LocalPipeline::step(const Batch& batch, uint64_t seed, float grad_s
     if (a.op == Op::Forward)
       forward(s, a.micro_batch, batch, seed, grad_scale, figures);
     else if (a.op == Op::Backward)
-      backward(s, a.micro_batch, batch, seed);
+      backward(s, a.micro_batch, batch, seed, BackwardPart::All);
+    else if (a.op == Op::BackwardInputs)
+      backward(s, a.micro_batch, batch, seed, BackwardPart::Inputs);
+    else if (a.op == Op::BackwardWeights)
+      backward(s, a.micro_batch, batch, seed, BackwardPart::Params);
     // Sends and receives move nothing here (the results stay in sent_ and
     // returned_); AllReduce (one replica here) and Update (the caller's) do nothing.
   }
@@ -96,11 +100,24 @@ void LocalPipeline::forward(int s, int m, const Batch& batch, uint64_t seed, flo
   dlogits_[m] = dlogits;
 }
 
-void LocalPipeline::backward(int s, int m, const Batch& batch, uint64_t seed) {
+void LocalPipeline::backward(int s, int m, const Batch& batch, uint64_t seed, BackwardPart part) {
   Stage& stage = *stages_[static_cast<size_t>(s)];
   const size_t copy = stage.model_of.at(m);
   const auto [begin, end] = rows(m, batch.size);
   const Tensor images = batch.images.narrow(begin, end - begin);
+  LayerContext ctx;
+  ctx.seed = seed;
+  ctx.sample_offset = batch.global_offset + begin;
+  ctx.backward_part = part;
+  if (part == BackwardPart::Params) {  // the weight gradients from what the first pass left
+    std::vector<const Tensor*> inputs;
+    for (const ModelCut::Input& in : stage.part.cut.inputs)
+      inputs.push_back(in.name == "input" ? &images : &sent_.at({m, in.name}));
+    stage.models[copy]->backward(inputs, {}, {}, ctx);
+    stage.busy[copy] = false;
+    stage.model_of.erase(m);
+    return;
+  }
   std::vector<const Tensor*> inputs;
   std::vector<Tensor> dinputs;
   std::vector<Tensor*> din_ptrs;
@@ -127,9 +144,6 @@ void LocalPipeline::backward(int s, int m, const Batch& batch, uint64_t seed) {
       douts.push_back(&zeros.back());
     }
   }
-  LayerContext ctx;
-  ctx.seed = seed;
-  ctx.sample_offset = batch.global_offset + begin;
   stage.models[copy]->backward(inputs, douts, din_ptrs, ctx);
   // What it sends back, summed with what other stages sent for the same result.
   for (size_t j = 0; j < cut_inputs.size(); ++j) {
@@ -137,6 +151,7 @@ void LocalPipeline::backward(int s, int m, const Batch& batch, uint64_t seed) {
     auto [it, fresh] = returned_.try_emplace({m, cut_inputs[j].name}, dinputs[j]);
     if (!fresh) it->second.add(dinputs[j]);
   }
+  if (part == BackwardPart::Inputs) return;  // the copy's activations wait for the weight gradients
   stage.busy[copy] = false;
   stage.model_of.erase(m);
 }

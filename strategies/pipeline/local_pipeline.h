@@ -57,7 +57,8 @@ class LocalPipeline {
     std::vector<bool> busy;
   };
   void forward(int s, int m, const Batch& batch, uint64_t seed, float grad_scale, BatchFigures& figures);
-  void backward(int s, int m, const Batch& batch, uint64_t seed);
+  // `part`: the whole backward, or one of a split one's two passes (schedule.h).
+  void backward(int s, int m, const Batch& batch, uint64_t seed, BackwardPart part);
   std::pair<int64_t, int64_t> rows(int m, int64_t n) const;  // [begin, end) of micro-batch m
 
   Schedule schedule_;

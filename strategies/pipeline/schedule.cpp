@@ -14,6 +14,10 @@ std::string describe(const Action& a) {
       return "forward of " + mb;
     case Op::Backward:
       return "backward of " + mb;
+    case Op::BackwardInputs:
+      return "backward of " + mb + " for its input gradients";
+    case Op::BackwardWeights:
+      return "weight gradients of " + mb;
     case Op::SendActivation:
       return "send the activation of " + mb + " to " + peer;
     case Op::RecvActivation:
@@ -39,11 +43,14 @@ void forward(std::vector<Action>& out, int s, int n, int m) {
   if (s + 1 < n) out.push_back({Op::SendActivation, m, s + 1});
 }
 
-// Its backward, with its output's gradient received and its input's sent back.
-void backward(std::vector<Action>& out, int s, int n, int m) {
+// Its backward, with its output's gradient received and its input's sent
+// back; `split`: the weight gradients after the send.
+void backward(std::vector<Action>& out, int s, int n, int m, bool split = false) {
   if (s + 1 < n) out.push_back({Op::RecvGradient, m, s + 1});
-  out.push_back({Op::Backward, m, -1});
+  split = split && s > 0;  // the first stage sends nothing back
+  out.push_back({split ? Op::BackwardInputs : Op::Backward, m, -1});
   if (s > 0) out.push_back({Op::SendGradient, m, s - 1});
+  if (split) out.push_back({Op::BackwardWeights, m, -1});
 }
 
 }  // namespace
@@ -65,9 +72,10 @@ Schedule compileSchedule(const ScheduleConfig& c) {
   const int n = c.stages, m = c.micro_batches;
   for (int s = 0; s < n; ++s) {
     std::vector<Action>& list = out.stages[static_cast<size_t>(s)];
+    // The backwards after a stage's last forward are split (see schedule.h).
     if (c.kind == "gpipe") {
       for (int i = 0; i < m; ++i) forward(list, s, n, i);
-      for (int i = 0; i < m; ++i) backward(list, s, n, i);
+      for (int i = 0; i < m; ++i) backward(list, s, n, i, true);
     } else {
       // The last stage alternates from the start; each earlier stage runs one
       // more forward ahead, which is what reaches the last stage while its
@@ -76,9 +84,9 @@ Schedule compileSchedule(const ScheduleConfig& c) {
       for (int i = 0; i < warmup; ++i) forward(list, s, n, i);
       for (int i = 0; i + warmup < m; ++i) {
         forward(list, s, n, i + warmup);
-        backward(list, s, n, i);
+        backward(list, s, n, i, i + warmup == m - 1);
       }
-      for (int i = m - warmup; i < m; ++i) backward(list, s, n, i);
+      for (int i = m - warmup; i < m; ++i) backward(list, s, n, i, true);
     }
     if (c.replicas > 1) list.push_back({Op::AllReduce, -1, -1});
     list.push_back({Op::Update, -1, -1});

@@ -10,6 +10,10 @@
 //          backwards: at most N - s in flight. Needs M >= N (fewer
 //          micro-batches than stages leave a stage nothing to alternate
 //          with; torchtitan#775 deadlocked there), refused otherwise.
+// On every stage but the first, each backward that comes after the stage's
+// last forward (the drain, where the stages before wait for it) is split as
+// Zero Bubble splits it: the input gradients (BackwardInputs), sent back at
+// once, then the weight gradients (BackwardWeights), which nobody waits for.
 // Every replica of a stage runs the stage's list; schedule_check.h runs the
 // lists against each other before any process starts.
 #pragma once
@@ -22,12 +26,14 @@ namespace dtrain::pipeline {
 enum class Op : uint8_t {
   Forward,
   Backward,
-  SendActivation,  // to stage + 1: the micro-batch's output
-  RecvActivation,  // from stage - 1: the micro-batch's input
-  SendGradient,    // to stage - 1: the gradient of the micro-batch's input
-  RecvGradient,    // from stage + 1: the gradient of the micro-batch's output
-  AllReduce,       // the stage's gradients summed over its replicas
-  Update,          // the optimizer step of the stage's parameters
+  BackwardInputs,   // a backward's input gradients alone (the layers that can leave the rest)
+  BackwardWeights,  // the rest of that backward: the parameter gradients
+  SendActivation,   // to stage + 1: the micro-batch's output
+  RecvActivation,   // from stage - 1: the micro-batch's input
+  SendGradient,     // to stage - 1: the gradient of the micro-batch's input
+  RecvGradient,     // from stage + 1: the gradient of the micro-batch's output
+  AllReduce,        // the stage's gradients summed over its replicas
+  Update,           // the optimizer step of the stage's parameters
 };
 
 struct Action {

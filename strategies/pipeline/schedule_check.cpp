@@ -80,28 +80,45 @@ class Checker {
 
   [[noreturn]] void fail(const std::string& why) const { throw ConfigError(prefix_ + why); }
 
-  // Every micro-batch forwarded and backwarded once, forward first; one update, last.
+  // Every micro-batch forwarded and backwarded once, forward first (a split
+  // backward: its input gradients, then its weight gradients); one update, last.
   void checkCompleteness(int s) const {
     const int m = schedule_.config.micro_batches;
-    std::vector<int> forwards(static_cast<size_t>(m), 0), backwards(static_cast<size_t>(m), 0);
+    // Per micro-batch: forwards; backwards begun (Backward or BackwardInputs); weight passes.
+    std::vector<int> forwards(static_cast<size_t>(m), 0), backwards(static_cast<size_t>(m), 0),
+        weights(static_cast<size_t>(m), 0);
+    std::vector<bool> split(static_cast<size_t>(m), false);
     int updates = 0;
     for (const Action& a : list(s)) {
-      const bool compute = a.op == Op::Forward || a.op == Op::Backward;
+      const bool compute = a.op == Op::Forward || a.op == Op::Backward || a.op == Op::BackwardInputs ||
+                           a.op == Op::BackwardWeights;
       if ((compute || a.micro_batch >= 0) && (a.micro_batch < 0 || a.micro_batch >= m))
         fail(stageName(s) + ": " + describe(a) + " of " + std::to_string(m) + " micro-batches");
-      if (a.op == Op::Forward && forwards[static_cast<size_t>(a.micro_batch)]++ > 0)
+      const auto i = static_cast<size_t>(std::max(0, a.micro_batch));
+      if (a.op == Op::Forward && forwards[i]++ > 0)
         fail(stageName(s) + " runs the " + describe(a) + " twice");
-      if (a.op == Op::Backward) {
-        if (forwards[static_cast<size_t>(a.micro_batch)] == 0)
-          fail(stageName(s) + " runs the " + describe(a) + " before its forward");
-        if (backwards[static_cast<size_t>(a.micro_batch)]++ > 0)
-          fail(stageName(s) + " runs the " + describe(a) + " twice");
+      if (a.op == Op::Backward || a.op == Op::BackwardInputs) {
+        if (forwards[i] == 0) fail(stageName(s) + " runs the " + describe(a) + " before its forward");
+        if (backwards[i]++ > 0)
+          fail(stageName(s) + " runs the backward of micro-batch " + std::to_string(a.micro_batch) +
+               " twice");
+        split[i] = a.op == Op::BackwardInputs;
+      }
+      if (a.op == Op::BackwardWeights) {
+        if (!split[i] || weights[i] > 0)
+          fail(stageName(s) + " runs the " + describe(a) +
+               " without its backward for the input gradients "
+               "before it, or twice");
+        ++weights[i];
       }
       if (a.op == Op::Update) ++updates;
     }
-    for (int i = 0; i < m; ++i)
+    for (int i = 0; i < m; ++i) {
       if (backwards[static_cast<size_t>(i)] == 0)
         fail(stageName(s) + " never runs the backward of micro-batch " + std::to_string(i));
+      if (split[static_cast<size_t>(i)] && weights[static_cast<size_t>(i)] == 0)
+        fail(stageName(s) + " never runs the weight gradients of micro-batch " + std::to_string(i));
+    }
     if (updates != 1 || list(s).back().op != Op::Update)
       fail(stageName(s) + " must end with one update (it has " + std::to_string(updates) + ")");
   }
@@ -120,6 +137,17 @@ class Checker {
         clock_[i] += backward_[i];
         busy_[i] += backward_[i];
         --in_flight_[i];
+        break;
+      // A split backward: half its cost each (convolutions' and dense layers'
+      // input and weight gradients are products of the same size).
+      case Op::BackwardInputs:
+        clock_[i] += backward_[i] / 2;
+        busy_[i] += backward_[i] / 2;
+        break;
+      case Op::BackwardWeights:
+        clock_[i] += backward_[i] / 2;
+        busy_[i] += backward_[i] / 2;
+        --in_flight_[i];  // its activations are read until now
         break;
       case Op::SendActivation:
       case Op::SendGradient: {

@@ -1,6 +1,7 @@
 // Runs a compiled schedule's action lists against each other, as the stages
 // would, before any process starts: every micro-batch's forward and backward
-// once per stage, the forward first; each receive matched by the send its
+// once per stage, the forward first (a split backward's weight gradients
+// after its input gradients); each receive matched by the send its
 // neighbour made, in the same order (messages between two stages travel in
 // one FIFO queue each way, so a swapped pair is caught rather than silently
 // mixed up: Megatron PR #5271); no deadlock; no send left unreceived. A

@@ -107,9 +107,16 @@ BatchFigures StageWorker::step(const Batch& batch, int64_t step, uint64_t seed, 
     const int m = a.micro_batch;
     switch (a.op) {
       case Op::Forward:
-      case Op::Backward: {
+      case Op::Backward:
+      case Op::BackwardInputs:
+      case Op::BackwardWeights: {
         const auto t0 = std::chrono::steady_clock::now();
-        a.op == Op::Forward ? forward(m) : backward(m);
+        if (a.op == Op::Forward)
+          forward(m);
+        else
+          backward(m, a.op == Op::Backward         ? BackwardPart::All
+                      : a.op == Op::BackwardInputs ? BackwardPart::Inputs
+                                                   : BackwardPart::Params);
         busy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         break;
       }
@@ -242,10 +249,19 @@ BatchFigures StageWorker::evaluate(const Batch& batch, int64_t evaluation, Stage
   return figures_;
 }
 
-void StageWorker::backward(int m) {
+void StageWorker::backward(int m, BackwardPart part) {
   const size_t copy = model_of_.at(m);
   const auto [begin, end] = rows(m);
   const std::vector<const Tensor*> inputs = inputsOf(m);
+  LayerContext ctx;
+  ctx.seed = seed_;
+  ctx.sample_offset = batch_->global_offset + begin;
+  ctx.backward_part = part;
+  if (part == BackwardPart::Params) {  // the weight gradients from what the first pass left
+    models_[copy]->backward(inputs, {}, {}, ctx);
+    release(m);
+    return;
+  }
   std::vector<Tensor> dinputs;
   std::vector<Tensor*> din_ptrs;
   const std::vector<ModelCut::Input>& cut_inputs = part_.cut.inputs;
@@ -269,9 +285,6 @@ void StageWorker::backward(int m) {
       douts.push_back(&zeros.back());
     }
   }
-  LayerContext ctx;
-  ctx.seed = seed_;
-  ctx.sample_offset = batch_->global_offset + begin;
   models_[copy]->backward(inputs, douts, din_ptrs, ctx);
   if (stage_ > 0) {
     // Back to the stage before: the gradient of each tensor that crossed in,
@@ -285,12 +298,17 @@ void StageWorker::backward(int m) {
       back[t.name] = g;
     }
   }
-  busy_[copy] = false;
+  gradients_in_.erase(m);
+  dlogits_.erase(m);
+  // A split backward's weight gradients read the copy and the inputs still.
+  if (part == BackwardPart::All) release(m);
+}
+
+void StageWorker::release(int m) {
+  busy_[model_of_.at(m)] = false;
   model_of_.erase(m);
   images_.erase(m);
   received_.erase(m);
-  gradients_in_.erase(m);
-  dlogits_.erase(m);
 }
 
 const Tensor& StageWorker::images(int m) {

@@ -93,7 +93,10 @@ class StageWorker {
   // What goes on to the next stage after micro-batch m's forward: the
   // stage's results of `out` (its model's outputs), and what passes through.
   Bundle onward(int m, const std::vector<const Tensor*>& out) const;
-  void backward(int m);
+  // Micro-batch m's backward, or one of a split one's two passes (schedule.h).
+  void backward(int m, BackwardPart part);
+  // Frees micro-batch m's model copy and inputs once its backward is done.
+  void release(int m);
   void send(Direction d, int m, int to, const std::vector<CrossingTensor>& what, const Bundle& from);
   Bundle receive(Direction d, int m, int from, const std::vector<CrossingTensor>& what);
   std::pair<int64_t, int64_t> rows(int m) const;  // [begin, end) of micro-batch m

@@ -107,12 +107,6 @@ struct Bound {
   }
 };
 
-Tensor copyOf(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape());
-  c.copyFrom(t);
-  return c;
-}
-
 double maxAbsDiff(const Tensor& a, const Tensor& b) {
   double d = 0.0;
   for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::fabs(double(a.data()[i]) - b.data()[i]));

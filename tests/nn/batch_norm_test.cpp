@@ -30,8 +30,10 @@
 
 #include "core/errors.h"
 #include "core/nn/layer_registry.h"
+#include "nn_test_util.h"
 
 using namespace dtrain;
+using dtrain::test::copyOf;
 using ops::FusedActivation;
 
 namespace {
@@ -52,12 +54,6 @@ Tensor initialised(const ParamSpec& spec) {
   Tensor t = Tensor::empty(spec.shape);
   t.fill(spec.init == InitKind::Ones ? 1.0f : 0.0f);
   return t;
-}
-
-Tensor copyOf(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape());
-  c.copyFrom(t);
-  return c;
 }
 
 // One batch_norm with its parameters (as initialised), zeroed gradients,

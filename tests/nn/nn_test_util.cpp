@@ -136,6 +136,12 @@ GradCheckResult gradCheck(Harness& h, Rng& rng, const LayerContext& ctx, float e
   return result;
 }
 
+Tensor copyOf(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape());
+  c.copyFrom(t);
+  return c;
+}
+
 double maxRelDiff(const Tensor& a, const Tensor& b) {
   double worst = 0.0;
   for (int64_t i = 0; i < a.numel(); ++i)

@@ -75,6 +75,9 @@ struct GradCheckResult {
 GradCheckResult gradCheck(Harness& h, Rng& rng, const LayerContext& ctx = {}, float eps = 1e-2f,
                           double atol = 2e-3, double rtol = 2e-3, int64_t max_per_tensor = 400);
 
+// A copy of t with memory of its own.
+Tensor copyOf(const Tensor& t);
+
 // Max |a - b| / (1 + |b|) over all elements.
 double maxRelDiff(const Tensor& a, const Tensor& b);
 

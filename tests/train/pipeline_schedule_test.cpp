@@ -50,9 +50,13 @@ TEST_CASE(
           CAPTURE(r);
           const Schedule s = compileSchedule(ScheduleConfig{n, m, kind, r});
           const ScheduleReport report = checkSchedule(s);
-          // Equal stages, backward twice forward: (N - 1) / (M + N - 1) for both.
-          CHECK(report.bubble_fraction == doctest::Approx(double(n - 1) / (m + n - 1)).epsilon(1e-12));
-          CHECK(report.makespan == doctest::Approx(3.0 * (m + n - 1)));
+          // Equal stages, backward twice forward: (N - 1) / (M + N - 1) for both
+          // unsplit; the drain's split backwards (each stage after the first
+          // sends its input gradients half a backward sooner) take at least
+          // half a backward off the makespan.
+          CHECK(report.bubble_fraction < double(n - 1) / (m + n - 1));
+          CHECK(report.makespan <= 3.0 * (m + n - 1) - 1.0);
+          CHECK(report.makespan >= 3.0 * m);  // no stage computes for less than its own work
           REQUIRE(report.peak_in_flight.size() == static_cast<size_t>(n));
           for (int stage = 0; stage < n; ++stage) {
             CAPTURE(stage);
@@ -86,23 +90,44 @@ TEST_CASE("pipeline schedule: the stage lists are the textbook ones") {
                                            {Op::RecvGradient, 1, 1},
                                            {Op::Backward, 1, -1},
                                            {Op::Update, -1, -1}});
+  // Its last backward, after its last forward, sends the input gradients
+  // before it computes the weight gradients, which nobody waits for.
   CHECK(s.stages[1] == std::vector<Action>{{Op::RecvActivation, 0, 0},
                                            {Op::Forward, 0, -1},
                                            {Op::Backward, 0, -1},
                                            {Op::SendGradient, 0, 0},
                                            {Op::RecvActivation, 1, 0},
                                            {Op::Forward, 1, -1},
-                                           {Op::Backward, 1, -1},
+                                           {Op::BackwardInputs, 1, -1},
                                            {Op::SendGradient, 1, 0},
+                                           {Op::BackwardWeights, 1, -1},
                                            {Op::Update, -1, -1}});
 }
 
+TEST_CASE("pipeline schedule: a split drain backward saves its weight gradients' time, as timed by hand") {
+  // 2 stages, forward 1, backward 2 (1 + 1 when split), 4 micro-batches.
+  // Unsplit: stage 1's last backward ends at 13, stage 0's at 15. Split:
+  // stage 1 sends the last input gradient at 12, stage 0 ends at 14, while
+  // stage 1 computes the weight gradients from 12 to 13.
+  const ScheduleReport r = checkSchedule(compileSchedule(ScheduleConfig{2, 4, "1f1b", 1}));
+  CHECK(r.makespan == doctest::Approx(14.0));
+  CHECK(r.bubble_fraction == doctest::Approx(1.0 - 24.0 / 28.0));
+  // gpipe splits every backward of stage 1 (all come after its last forward).
+  const Schedule gpipe = compileSchedule(ScheduleConfig{2, 4, "gpipe", 1});
+  for (int m = 0; m < 4; ++m) {
+    CHECK(std::count(gpipe.stages[1].begin(), gpipe.stages[1].end(), Action{Op::BackwardInputs, m, -1}) == 1);
+    CHECK(std::count(gpipe.stages[0].begin(), gpipe.stages[0].end(), Action{Op::Backward, m, -1}) == 1);
+  }
+}
+
 TEST_CASE("pipeline schedule: unequal stages wait for the slowest, as timed by hand") {
-  // Stage 1 twice as slow: its forwards end at 3, 5, 7, 9, its backwards at
-  // 13, 17, 21, 25; stage 0's backwards start when each gradient arrives.
+  // Stage 1 twice as slow: its forwards end at 3, 5, 7, 9; its backwards
+  // (split, 2 + 2) send their input gradients at 11, 15, 19, 23 and end at
+  // 13, 17, 21, 25; stage 0's backwards start when each gradient arrives and
+  // end at 13, 17, 21, 25.
   const ScheduleReport r = checkSchedule(compileSchedule(ScheduleConfig{2, 4, "gpipe", 1}), {1, 2}, {2, 4});
-  CHECK(r.makespan == doctest::Approx(27.0));
-  CHECK(r.bubble_fraction == doctest::Approx(1.0 / 3.0));
+  CHECK(r.makespan == doctest::Approx(25.0));
+  CHECK(r.bubble_fraction == doctest::Approx(1.0 - 36.0 / 50.0));
 }
 
 TEST_CASE("pipeline schedule: configurations without a schedule are refused in one line") {
@@ -174,4 +199,16 @@ TEST_CASE("pipeline schedule: broken lists are refused naming the stage and the 
         prefix +
             "1 micro-batches): stage 0: send the gradient of micro-batch 0 to stage 1; it may only send to "
             "stage -1");
+  // A split backward's weight gradients without its input gradients first, or never.
+  const Action inputs0{Op::BackwardInputs, 0, -1}, weights0{Op::BackwardWeights, 0, -1};
+  CHECK(refusal(twoStages({f0, b0, update}, {f0, weights0, inputs0, update})) ==
+        prefix +
+            "1 micro-batches): stage 1 runs the weight gradients of micro-batch 0 without its backward for "
+            "the input gradients before it, or twice");
+  CHECK(refusal(twoStages({f0, b0, update}, {f0, inputs0, update})) ==
+        prefix + "1 micro-batches): stage 1 never runs the weight gradients of micro-batch 0");
+  CHECK(refusal(twoStages({f0, b0, update}, {f0, inputs0, weights0, weights0, update})) ==
+        prefix +
+            "1 micro-batches): stage 1 runs the weight gradients of micro-batch 0 without its backward for "
+            "the input gradients before it, or twice");
 }

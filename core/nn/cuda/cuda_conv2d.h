@@ -26,6 +26,8 @@ class CudaConv2d : public Conv2d {
   void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  // One call computes both on the device (the CPU layer's split is not inherited).
+  bool splitsBackward() const override { return false; }
   // cuDNN's algorithm for each pass at this batch size, with its time.
   std::string algorithmName(int64_t batch) const override;
 

@@ -19,6 +19,8 @@ class CudaDense : public Dense {
   void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  // One call computes both on the device (the CPU layer's split is not inherited).
+  bool splitsBackward() const override { return false; }
   // cuBLASLt's algorithm for each product chosen so far, with its time.
   std::string algorithmName(int64_t) const override { return gemm_.algorithms(); }
 

@@ -183,17 +183,20 @@ void Conv2d::forward(const std::vector<const Tensor*>& in, Tensor& out, const La
 void Conv2d::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                       const std::vector<Tensor*>& din, const LayerContext& ctx) {
   const int64_t n = in[0]->dim(0);
+  // BackwardPart::Params comes with every din null: the parameter gradients alone.
   float* dx = din[0] ? din[0]->data() : nullptr;
+  const bool param_grads = ctx.backward_part != BackwardPart::Inputs;
+  if (!param_grads && !dx) return;
   if (winograd_)
-    backwardWinograd(in[0]->data(), out.data(), dout.data(), n, dx);
+    backwardWinograd(in[0]->data(), out.data(), dout.data(), n, dx, param_grads);
   else if (algo_ == ConvAlgo::Depthwise)
     backwardDepthwise(in[0]->data(), out.data(), dout.data(), n, dx);
   else if (algo_ == ConvAlgo::Pointwise)
-    backwardPointwise(in[0]->data(), out.data(), dout.data(), n, dx);
+    backwardPointwise(in[0]->data(), out.data(), dout.data(), n, dx, param_grads);
   else if (config_.groups > 1)
-    backwardGrouped(in[0]->data(), out.data(), dout.data(), n, dx);
+    backwardGrouped(in[0]->data(), out.data(), dout.data(), n, dx, param_grads);
   else
-    backwardIm2col(in[0]->data(), out.data(), dout.data(), n, dx);
+    backwardIm2col(in[0]->data(), out.data(), dout.data(), n, dx, param_grads);
 }
 
 int64_t Conv2d::forwardFlops() const {

@@ -70,6 +70,8 @@ class Conv2d : public Layer {
   void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  // Every CPU algorithm but the depthwise kernel, which computes both at once.
+  bool splitsBackward() const override { return algo_ != ConvAlgo::Depthwise; }
   int64_t forwardFlops() const override;
   std::string describe() const override;
   // The CPU algorithm setup() chose: "im2col", "winograd2x2", "winograd4x4", "depthwise", "pointwise".
@@ -81,8 +83,11 @@ class Conv2d : public Layer {
   const Conv2dConfig& config() const { return config_; }
 
  private:
+  // Each backward computes dx (null: none) and, with `param_grads`, adds the
+  // parameter gradients (BackwardPart::Inputs passes false).
   void forwardIm2col(const float* x, int64_t n, float* y);
-  void backwardIm2col(const float* x, const float* y, const float* dy, int64_t n, float* dx);
+  void backwardIm2col(const float* x, const float* y, const float* dy, int64_t n, float* dx,
+                      bool param_grads);
   // dW += dY col^T (dY masked by a fused relu) and the bias sums for `filters`
   // rows of dY against the [k, p] col matrix. Returns the dY the input
   // gradient's product reads: masked into `masked` under a fused relu (null
@@ -90,12 +95,15 @@ class Conv2d : public Layer {
   const float* weightGradient(const float* dy, const float* y, const float* cols, int64_t filters, int64_t k,
                               int64_t p, float* dw, float* dbias, float* masked);
   void forwardPointwise(const float* x, int64_t n, float* y);
-  void backwardPointwise(const float* x, const float* y, const float* dy, int64_t n, float* dx);
+  void backwardPointwise(const float* x, const float* y, const float* dy, int64_t n, float* dx,
+                         bool param_grads);
   void forwardWinograd(const float* x, int64_t n, float* y);
-  void backwardWinograd(const float* x, const float* y, const float* dy, int64_t n, float* dx);
+  void backwardWinograd(const float* x, const float* y, const float* dy, int64_t n, float* dx,
+                        bool param_grads);
   int64_t winogradChunk() const;
   void forwardGrouped(const float* x, int64_t n, float* y);
-  void backwardGrouped(const float* x, const float* y, const float* dy, int64_t n, float* dx);
+  void backwardGrouped(const float* x, const float* y, const float* dy, int64_t n, float* dx,
+                       bool param_grads);
   void forwardDepthwise(const float* x, int64_t n, float* y);
   void backwardDepthwise(const float* x, const float* y, const float* dy, int64_t n, float* dx);
 
@@ -104,7 +112,7 @@ class Conv2d : public Layer {
   ops::Window2d geom_;
   ConvAlgo algo_ = ConvAlgo::Im2col;
   const ops::WinogradVariant* winograd_ = nullptr;  // the Winograd algorithms' transforms
-  bool pointwise_ = false;         // 1x1, stride 1, no padding: col == input
+  bool pointwise_ = false;                          // 1x1, stride 1, no padding: col == input
   bool unpacked_ = false;          // products by ops::gemmUnpacked rather than gemm (per group)
   bool rows_weight_grad_ = false;  // weight gradient by ops::weightGradRows rather than gemm
   bool relu_ = false;              // a following relu fused into this layer

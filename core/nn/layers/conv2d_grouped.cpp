@@ -45,7 +45,8 @@ void Conv2d::forwardGrouped(const float* x, int64_t n, float* y) {
     }
 }
 
-void Conv2d::backwardGrouped(const float* x, const float* y, const float* dy, int64_t n, float* dx) {
+void Conv2d::backwardGrouped(const float* x, const float* y, const float* dy, int64_t n, float* dx,
+                             bool param_grads) {
   const ops::Window2d gw = groupWindow(geom_, config_.groups);
   const int64_t groups = config_.groups, f = config_.filters, fg = f / groups;
   const int64_t k = gw.channels * gw.kernel_h * gw.kernel_w, p = geom_.outPlane();
@@ -60,9 +61,15 @@ void Conv2d::backwardGrouped(const float* x, const float* y, const float* dy, in
       const float* w = weight_.data() + gi * fg * k;
       float* dw = dweight_.data() + gi * fg * k;
       float* dbias = config_.bias ? dbias_.data() + gi * fg : nullptr;
-      if (!pointwise_) ops::im2col(xs, gw, col);
-      const float* cols = pointwise_ ? xs : col;
-      const float* dys = weightGradient(dy + out_offset, y + out_offset, cols, fg, k, p, dw, dbias, masked);
+      const float* dys = dy + out_offset;
+      if (param_grads) {
+        if (!pointwise_) ops::im2col(xs, gw, col);
+        const float* cols = pointwise_ ? xs : col;
+        dys = weightGradient(dys, y + out_offset, cols, fg, k, p, dw, dbias, masked);
+      } else if (relu_) {
+        ops::reluBackward(y + out_offset, dys, masked, fg * p);
+        dys = masked;
+      }
       if (!dx) continue;
       float* dxs = dx + s * in_size + gi * group_in;
       // dcol = W_g^T dY_g, then col2im into the group's channels.

@@ -43,7 +43,8 @@ const float* Conv2d::weightGradient(const float* dy, const float* y, const float
   return dy;
 }
 
-void Conv2d::backwardIm2col(const float* x, const float* y, const float* dy, int64_t n, float* dx) {
+void Conv2d::backwardIm2col(const float* x, const float* y, const float* dy, int64_t n, float* dx,
+                            bool param_grads) {
   const int64_t f = config_.filters, k = geom_.channels * geom_.kernel_h * geom_.kernel_w;
   const int64_t p = geom_.outPlane(), in_size = geom_.channels * geom_.inPlane();
   float* col = pointwise_ ? nullptr : col_.floats(k * p);
@@ -51,11 +52,16 @@ void Conv2d::backwardIm2col(const float* x, const float* y, const float* dy, int
   float* dbias = config_.bias ? dbias_.data() : nullptr;
   for (int64_t s = 0; s < n; ++s) {
     const float* xs = x + s * in_size;
-    // col is recomputed: cheaper than keeping a batch of them.
-    if (!pointwise_) ops::im2col(xs, geom_, col);
-    const float* cols = pointwise_ ? xs : col;
-    const float* dys =
-        weightGradient(dy + s * f * p, y + s * f * p, cols, f, k, p, dweight_.data(), dbias, masked);
+    const float* dys = dy + s * f * p;
+    if (param_grads) {
+      // col is recomputed: cheaper than keeping a batch of them.
+      if (!pointwise_) ops::im2col(xs, geom_, col);
+      const float* cols = pointwise_ ? xs : col;
+      dys = weightGradient(dys, y + s * f * p, cols, f, k, p, dweight_.data(), dbias, masked);
+    } else if (relu_) {
+      ops::reluBackward(y + s * f * p, dys, masked, f * p);
+      dys = masked;
+    }
     if (!dx) continue;  // the network input needs no gradient: skip a third of the work
     float* dxs = dx + s * in_size;
     // dcol = W^T dY, then col2im; a pointwise kernel's dcol is dx itself.

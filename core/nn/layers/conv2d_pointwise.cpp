@@ -59,7 +59,8 @@ void Conv2d::forwardPointwise(const float* x, int64_t n, float* y) {
   rowsToSamples(yb, n, f, p, y);
 }
 
-void Conv2d::backwardPointwise(const float* x, const float* y, const float* dy, int64_t n, float* dx) {
+void Conv2d::backwardPointwise(const float* x, const float* y, const float* dy, int64_t n, float* dx,
+                               bool param_grads) {
   const int64_t f = config_.filters, k = geom_.channels, p = geom_.outPlane(), cols = n * p;
   float* xb = col_.floats(k * cols);
   float* dyb = masked_.floats(f * cols);
@@ -67,13 +68,15 @@ void Conv2d::backwardPointwise(const float* x, const float* y, const float* dy, 
     maskedSamplesToRows(dy, y, n, f, p, dyb);
   else
     samplesToRows(dy, n, f, p, dyb);
-  samplesToRows(x, n, k, p, xb);
-  float* dbias = config_.bias ? dbias_.data() : nullptr;
-  if (rows_weight_grad_) {
-    ops::weightGradRows(dyb, nullptr, f, cols, xb, k, dweight_.data(), dbias);
-  } else {
-    ops::gemm(false, true, f, k, cols, 1.0f, dyb, cols, xb, cols, 1.0f, dweight_.data(), k);
-    if (dbias) ops::biasGradPlanes(dyb, f, cols, dbias);
+  if (param_grads) {
+    samplesToRows(x, n, k, p, xb);
+    float* dbias = config_.bias ? dbias_.data() : nullptr;
+    if (rows_weight_grad_) {
+      ops::weightGradRows(dyb, nullptr, f, cols, xb, k, dweight_.data(), dbias);
+    } else {
+      ops::gemm(false, true, f, k, cols, 1.0f, dyb, cols, xb, cols, 1.0f, dweight_.data(), k);
+      if (dbias) ops::biasGradPlanes(dyb, f, cols, dbias);
+    }
   }
   if (!dx) return;
   // xb has served the weight gradient; it now takes the input gradient.

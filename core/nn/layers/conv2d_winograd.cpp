@@ -52,7 +52,8 @@ void Conv2d::forwardWinograd(const float* x, int64_t n, float* y) {
   }
 }
 
-void Conv2d::backwardWinograd(const float* x, const float* y, const float* dy, int64_t n, float* dx) {
+void Conv2d::backwardWinograd(const float* x, const float* y, const float* dy, int64_t n, float* dx,
+                              bool param_grads) {
   const ops::WinogradVariant& w = *winograd_;
   const int64_t f = config_.filters, c = geom_.channels, t = w.tiles(geom_).perSample(), e = w.elements;
   const int64_t chunk = winogradChunk(), ld = roundUp(chunk * t, 8);
@@ -60,22 +61,22 @@ void Conv2d::backwardWinograd(const float* x, const float* y, const float* dy, i
   // u is recomputed rather than kept from forward: it is cheap, and backward
   // then does not depend on which forward ran last.
   float* u = dx ? u_.floats(e * f * c) : nullptr;
-  float* du = du_.floats(e * f * c);
+  float* du = param_grads ? du_.floats(e * f * c) : nullptr;
   float* v = v_.floats(e * vplane);
   float* z = m_.floats(e * zplane);
   if (dx) w.filterTransform(weight_.data(), f, c, u);
-  std::fill(du, du + e * f * c, 0.0f);
+  if (du) std::fill(du, du + e * f * c, 0.0f);
   const int64_t in_size = c * geom_.inPlane(), out_size = f * geom_.outPlane();
   for (int64_t s0 = 0; s0 < n; s0 += chunk) {
     const int64_t nb = std::min(chunk, n - s0), cols = nb * t;
-    w.inputTransform(x + s0 * in_size, nb, geom_, v, ld, vplane);
+    if (du) w.inputTransform(x + s0 * in_size, nb, geom_, v, ld, vplane);
     w.gradOutputTransform(dy + s0 * out_size, relu_ ? y + s0 * out_size : nullptr, nb, f, geom_, z, ld,
                           zplane);
     for (int xi = 0; xi < e; ++xi) {
       float* vx = v + xi * vplane;
       const float* zx = z + xi * zplane;
       // du_xi += z_xi v_xi^T; then v_xi is free and receives dv_xi = u_xi^T z_xi.
-      ops::gemm(false, true, f, c, cols, 1.0f, zx, ld, vx, ld, 1.0f, du + xi * f * c, c);
+      if (du) ops::gemm(false, true, f, c, cols, 1.0f, zx, ld, vx, ld, 1.0f, du + xi * f * c, c);
       if (dx && unpacked_)
         ops::gemmUnpacked(true, c, cols, f, u + xi * f * c, c, zx, ld, vx, ld);
       else if (dx)
@@ -84,11 +85,11 @@ void Conv2d::backwardWinograd(const float* x, const float* y, const float* dy, i
     if (dx) w.gradInputTransform(v, ld, vplane, nb, geom_, dx + s0 * in_size);
     // The bias gradient is the sum of each dY tile, which is one of z's
     // elements (w.tile_sum): no extra pass over dY.
-    if (config_.bias)
+    if (config_.bias && du)
       for (int64_t fi = 0; fi < f; ++fi)
         ops::biasGradPlanes(z + w.tile_sum * zplane + fi * ld, 1, cols, dbias_.data() + fi);
   }
-  w.filterGradTransform(du, f, c, dweight_.data());
+  if (du) w.filterGradTransform(du, f, c, dweight_.data());
 }
 
 }  // namespace dtrain

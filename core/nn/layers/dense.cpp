@@ -66,6 +66,9 @@ void Dense::forward(const std::vector<const Tensor*>& in, Tensor& out, const Lay
 void Dense::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                      const std::vector<Tensor*>& din, const LayerContext& ctx) {
   const int64_t n = in[0]->dim(0), units = config_.units;
+  // BackwardPart::Params comes with din null: the parameter gradients alone.
+  const bool param_grads = ctx.backward_part != BackwardPart::Inputs;
+  if (!param_grads && !din[0]) return;
   const float* dy = dout.data();
   if (relu_) {
     float* m = masked_.floats(n * units);
@@ -73,8 +76,10 @@ void Dense::backward(const std::vector<const Tensor*>& in, const Tensor& out, co
     dy = m;
   }
   // dW += dY^T X, db += column sums of dY, dX = dY W.
-  ops::gemm(true, false, units, in_, n, 1.0f, dy, units, in[0]->data(), in_, 1.0f, dweight_.data(), in_);
-  if (config_.bias) ops::biasGradRows(dy, n, units, dbias_.data());
+  if (param_grads) {
+    ops::gemm(true, false, units, in_, n, 1.0f, dy, units, in[0]->data(), in_, 1.0f, dweight_.data(), in_);
+    if (config_.bias) ops::biasGradRows(dy, n, units, dbias_.data());
+  }
   if (din[0])
     ops::gemm(false, false, n, in_, units, 1.0f, dy, units, weight_.data(), in_, 0.0f, din[0]->data(), in_);
 }

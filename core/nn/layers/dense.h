@@ -31,6 +31,7 @@ class Dense : public Layer {
   void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  bool splitsBackward() const override { return true; }
   int64_t forwardFlops() const override;
   std::string describe() const override;
   bool fuseActivation(const std::string& type) override;
