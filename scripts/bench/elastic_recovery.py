@@ -44,21 +44,17 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NETNS = os.path.join(ROOT, "scripts", "netns-cluster.sh")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netns_hosts import HOSTS, ROOT, NetnsHosts, two_hosts  # noqa: E402
+
 PEER = os.path.join(ROOT, "scripts", "bench", "elastic_ddp_peer.py")
 PREFIX = "dtrain-ebench"
-HOSTS = ["10.77.0.1", "10.77.0.2"]
+NS = NetnsHosts(PREFIX)
 HEARTBEAT_TIMEOUT = 10.0
 RUN_LIMIT = 300  # seconds a run may take before it counts as a hang
 STEPS = 938  # 2 epochs
-
-
-def netns(*args, **kw):
-    return subprocess.run([NETNS, "--prefix", PREFIX, *args], **kw)
 
 
 def write_job(work, name, steps, checkpoint_every=50):
@@ -122,8 +118,8 @@ class Run:
         self.hosts = []
         for node in (1, 0):
             log = open(os.path.join(work, f"{tag}_{node}.log"), "w+")
-            p = subprocess.Popen([NETNS, "--prefix", PREFIX, "exec", str(node), dtrain, "train", job, "-q",
-                                  "--node", str(node)], stdout=log, stderr=subprocess.STDOUT)
+            p = subprocess.Popen(NS.exec_command(node, dtrain, "train", job, "-q", "--node", str(node)),
+                                 stdout=log, stderr=subprocess.STDOUT)
             self.hosts.append(p)
             self.logs.append(log)
         self.hosts.reverse()  # by node
@@ -146,8 +142,7 @@ class Run:
         return kids[rank % 2] if len(kids) > rank % 2 else None
 
     def host_pids(self, node):
-        out = netns("pids", str(node), capture_output=True, text=True).stdout.split()
-        return [int(p) for p in out]
+        return NS.pids(node)
 
     def finish(self, limit=RUN_LIMIT):
         """Exit codes by node; None for a host still running after `limit` (a hang)."""
@@ -300,8 +295,8 @@ def torch_trial(a, work, i):
                "--log", log_path]
         out = open(os.path.join(d, f"host{node}.log"), "w+")
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        procs.append((subprocess.Popen([NETNS, "--prefix", PREFIX, "exec", str(node), *cmd], stdout=out,
-                                       stderr=subprocess.STDOUT, env=env), out))
+        procs.append((subprocess.Popen(NS.exec_command(node, *cmd), stdout=out, stderr=subprocess.STDOUT, env=env),
+                      out))
     end = time.time() + 120
     while time.time() < end and len(read_lines(log_path)) < 60:
         time.sleep(0.05)
@@ -311,7 +306,7 @@ def torch_trial(a, work, i):
         procs[0][1].seek(0)
         sys.exit(f"elastic_recovery: torchrun did not train:\n{procs[0][1].read()[-3000:]}")
     time.sleep(random.uniform(0.5, 2.0))
-    host_b = [int(p) for p in netns("pids", "1", capture_output=True, text=True).stdout.split()]
+    host_b = NS.pids(1)
     workers = []
     for pid in host_b:
         try:
@@ -331,7 +326,7 @@ def torch_trial(a, work, i):
         first = next((l for l in read_lines(log_path) if l["restart"] >= 1), None)
         time.sleep(0.02)
     for node in (0, 1):
-        for pid in [int(p) for p in netns("pids", str(node), capture_output=True, text=True).stdout.split()]:
+        for pid in NS.pids(node):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -376,24 +371,13 @@ def main():
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     random.seed(a.seed)
-    up = netns("up", "2", capture_output=True, text=True)
-    if up.returncode == 77:
-        print(up.stderr.strip())
-        sys.exit(77)
-    if up.returncode != 0:
-        sys.exit(f"elastic_recovery: cannot make the namespaces:\n{up.stderr}")
     result = {}
-    try:
-        with tempfile.TemporaryDirectory(prefix="dtrain-ebench-") as work:
-            with open(os.path.join(work, "cluster.token"), "w") as f:
-                f.write("token-of-the-elastic-benchmark\n")
-            parts = {"kill": part_kill, "stop": part_stop, "random": part_random, "torchrun": part_torchrun}
-            for name in a.parts.split(","):
-                result[name] = parts[name](a, work)
-                summary = {k: v for k, v in result[name].items() if k != "trials"}
-                print(f"{name}: {json.dumps(summary)}", flush=True)
-    finally:
-        netns("down", capture_output=True)
+    with two_hosts(PREFIX, "token-of-the-elastic-benchmark") as (_, work):
+        parts = {"kill": part_kill, "stop": part_stop, "random": part_random, "torchrun": part_torchrun}
+        for name in a.parts.split(","):
+            result[name] = parts[name](a, work)
+            summary = {k: v for k, v in result[name].items() if k != "trials"}
+            print(f"{name}: {json.dumps(summary)}", flush=True)
     if "kill" in result and "torchrun" in result and result["torchrun"]["median_recovery_s"]:
         ours, theirs = result["kill"]["median_recovery_s"], result["torchrun"]["median_recovery_s"]
         result["ratio_to_torchrun"] = ours / theirs if ours is not None else None

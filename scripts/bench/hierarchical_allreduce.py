@@ -26,20 +26,15 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NETNS = os.path.join(ROOT, "scripts", "netns-cluster.sh")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netns_hosts import ROOT, two_hosts  # noqa: E402
+
 JOB = os.path.join(ROOT, "configs", "fashion_cnn_2hosts.toml")
-PREFIX = "dtrain-hbench"
 CONFIGS = ["hierarchical", "ring", "ring_chunked", "halving_doubling"]
 
 
-def netns(*args, **kw):
-    return subprocess.run([NETNS, "--prefix", PREFIX, *args], **kw)
-
-
-def run_config(dtrain, work, collective, a):
+def run_config(hosts_ns, dtrain, work, collective, a):
     """Both hosts' bench; host 0's JSON."""
     cmd = [dtrain, "bench", "allreduce", "--job", JOB, "--mb", str(a.mb), "--iters", str(a.iters),
            "--warmup", "2", "--json"]
@@ -47,8 +42,8 @@ def run_config(dtrain, work, collective, a):
     hosts = []
     for node in (1, 0):
         log = open(os.path.join(work, f"{collective}_{node}.log"), "w+")
-        p = subprocess.Popen([NETNS, "--prefix", PREFIX, "exec", str(node), *cmd, "--node", str(node)],
-                             cwd=work, stdout=log, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(hosts_ns.exec_command(node, *cmd, "--node", str(node)), cwd=work, stdout=log,
+                             stderr=subprocess.STDOUT)
         hosts.append((node, p, log))
     out = {}
     for node, p, log in hosts:
@@ -77,24 +72,15 @@ def main():
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    up = netns("up", "2", capture_output=True, text=True)
-    if up.returncode != 0:
-        print(up.stdout + up.stderr, end="", file=sys.stderr)
-        sys.exit(up.returncode)
-    try:
-        with tempfile.TemporaryDirectory(prefix="dtrain-hbench-") as work:
-            with open(os.path.join(work, "cluster.token"), "w") as f:
-                f.write("hierarchical-bench\n")
-            ms = {name: [] for name in CONFIGS}
-            algorithm = {}
-            for r in range(a.rounds):
-                for name in CONFIGS:
-                    res = run_config(a.dtrain, work, name, a)
-                    ms[name].append(res["median_ms"])
-                    algorithm[name] = res["algorithm"]
-                print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f} ms" for k, v in ms.items()), flush=True)
-    finally:
-        netns("down", capture_output=True)
+    with two_hosts("dtrain-hbench", "hierarchical-bench") as (hosts_ns, work):
+        ms = {name: [] for name in CONFIGS}
+        algorithm = {}
+        for r in range(a.rounds):
+            for name in CONFIGS:
+                res = run_config(hosts_ns, a.dtrain, work, name, a)
+                ms[name].append(res["median_ms"])
+                algorithm[name] = res["algorithm"]
+            print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f} ms" for k, v in ms.items()), flush=True)
     med = {k: statistics.median(v) for k, v in ms.items()}
     ratio = med["ring"] / med["hierarchical"]
     print(f"\nall-reduce of {a.mb:g} MB, 2 hosts x 2 workers, medians of {a.rounds} rounds "
