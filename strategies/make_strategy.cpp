@@ -46,9 +46,10 @@ std::shared_ptr<Strategy> makeStrategy(const StrategySection& cfg, std::shared_p
 namespace {
 
 // A pipeline's groups beside the session's: with several replicas, this
-// stage's copies (its gradients); for the stage-to-stage messages, shared
-// memory (set up when the strategy attaches) when the replica's stages share
-// a host and the collective allows it, else a Gloo group of its stages.
+// stage's copies (its gradients); for the stage-to-stage messages, NCCL
+// between GPUs of their own or shared memory (both set up when the strategy
+// attaches: shared memory when the replica's stages share a host and the
+// collective allows it), else a Gloo group of its stages.
 std::shared_ptr<Strategy> makePipeline(const JobConfig& job, WorkerSession& session) {
   const StrategySection& s = job.strategy;
   const int rank = session.group()->rank();
@@ -63,7 +64,9 @@ std::shared_ptr<Strategy> makePipeline(const JobConfig& job, WorkerSession& sess
   std::shared_ptr<ProcessGroup> link, copies;
   const bool gloo_collective = !pipeline::stagesMayShareMemory(s);
   if (gloo_collective) options.algorithm = s.collective;
-  if (gloo_collective || !one_host) {
+  // GPU stages whose run's group is NCCL message each other over NCCL (made when the strategy attaches).
+  const bool nccl_links = session.group()->deviceNative();
+  if (!nccl_links && (gloo_collective || !one_host)) {
     options.prefix = prefix + "/replica/" + std::to_string(replica);
     for (int k = 0; k < s.stages; ++k) options.rank_hosts.push_back(session.hostOf(replica * s.stages + k));
     link = std::make_shared<GlooProcessGroup>(session.store(), stage, s.stages, options);

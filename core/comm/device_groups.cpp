@@ -5,11 +5,12 @@
 namespace dtrain {
 
 std::shared_ptr<ProcessGroup> makeNcclGroup(Store& store, int rank, int size, Device device,
-                                            std::chrono::milliseconds timeout) {
-  using Entry = void (*)(Store*, int, int, int, int64_t, std::shared_ptr<ProcessGroup>*);
+                                            std::chrono::milliseconds timeout,
+                                            const std::string& key_prefix) {
+  using Entry = void (*)(Store*, const char*, int, int, int, int64_t, std::shared_ptr<ProcessGroup>*);
   auto entry = reinterpret_cast<Entry>(cudaModuleEntry(kCudaNcclGroupEntry, device));
   std::shared_ptr<ProcessGroup> group;
-  entry(&store, rank, size, device.index, static_cast<int64_t>(timeout.count()), &group);
+  entry(&store, key_prefix.c_str(), rank, size, device.index, static_cast<int64_t>(timeout.count()), &group);
   return group;
 }
 

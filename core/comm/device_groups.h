@@ -14,14 +14,17 @@
 namespace dtrain {
 
 // The module's C functions behind the two calls below.
-// void (Store*, int rank, int size, int device, int64_t timeout_ms, std::shared_ptr<ProcessGroup>* out)
-inline constexpr const char* kCudaNcclGroupEntry = "dtrain_cuda_nccl_group_v1";
+// void (Store*, const char* key_prefix, int rank, int size, int device, int64_t timeout_ms,
+//       std::shared_ptr<ProcessGroup>* out)
+inline constexpr const char* kCudaNcclGroupEntry = "dtrain_cuda_nccl_group_v2";
 // void (std::shared_ptr<ProcessGroup>* in_out, int device)
 inline constexpr const char* kCudaStagedGroupEntry = "dtrain_cuda_staged_group_v1";
 
-// NCCL over one GPU per rank (`device`: this rank's); collective.
+// NCCL over one GPU per rank (`device`: this rank's); collective. Groups
+// made from one store need key prefixes of their own (the NCCL id's key).
 std::shared_ptr<ProcessGroup> makeNcclGroup(Store& store, int rank, int size, Device device,
-                                            std::chrono::milliseconds timeout);
+                                            std::chrono::milliseconds timeout,
+                                            const std::string& key_prefix = "nccl");
 // `host_group` (shared memory or Gloo) made to take buffers on `device` too,
 // by staging them through host memory: lets several ranks share one GPU.
 std::shared_ptr<ProcessGroup> stageThroughHost(std::shared_ptr<ProcessGroup> host_group, Device device);

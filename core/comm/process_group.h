@@ -47,6 +47,11 @@ class ProcessGroup {
   // Waits until every send started has been handed over.
   virtual void waitSends();
 
+  // Whether the group moves device memory itself, without a copy through
+  // host memory (NCCL): a pipeline's GPU stages then message each other
+  // over groups of its kind.
+  virtual bool deviceNative() const { return false; }
+
   // The run is re-forming its group (an elastic run lost a rank): callable
   // from any thread, never throws. A call waiting on shared memory throws at
   // its next check; every later call throws at once; the destructor then

@@ -120,7 +120,12 @@ void PipelineStrategy::buildStages(const PipelinePlan& plan) {
   for (int k = 0; k < cfg_.stages; ++k)
     names.push_back("stage " + std::to_string(k) + " (rank " + std::to_string(replica() * cfg_.stages + k) +
                     ")");
-  if (link_group_)
+  // GPU stages whose run's group is NCCL (each rank a GPU of its own)
+  // message each other over NCCL too, device memory in place.
+  if (!parts_.device.isCpu() && all_->deviceNative())
+    link_ = ncclLink(*store_, shm_prefix_ + "/nccl/" + std::to_string(builds_), stage(), cfg_.stages,
+                     parts_.device, timeout_);
+  else if (link_group_)
     link_ = groupLink(link_group_);
   else  // each build's rings under names of their own
     link_ = sharedMemoryLink(*store_, shm_prefix_ + "/" + std::to_string(builds_), stage(), cfg_.stages,

@@ -1,10 +1,21 @@
 #include "strategies/pipeline/stage_link.h"
 
+#include "core/comm/device_groups.h"
 #include "core/errors.h"
 
 namespace dtrain::pipeline {
 
 namespace {
+
+// Of a stage's two ends, `before` (to stage - 1) and `after` (to stage + 1),
+// the one that reaches `peer`; throws when there is none.
+template <typename Pointer>
+auto* towards(int stage, int peer, const Pointer& before, const Pointer& after) {
+  const Pointer& end = peer == stage - 1 ? before : after;
+  if ((peer != stage - 1 && peer != stage + 1) || !end)
+    throw Error("pipeline: stage " + std::to_string(stage) + " has no link to stage " + std::to_string(peer));
+  return end.get();
+}
 
 class GroupLink final : public StageLink {
  public:
@@ -46,29 +57,62 @@ class SharedMemoryLink final : public StageLink {
       out_after_ = ShmChannel::sender(store, key(stage, stage + 1), names.at(stage + 1), timeout);
   }
   void sendAsync(const void* data, int64_t bytes, int to, uint32_t) override {
-    channel(out_before_, out_after_, to)->send(data, bytes);
+    towards(stage_, to, out_before_, out_after_)->send(data, bytes);
   }
   void recv(void* data, int64_t bytes, int from, uint32_t) override {
-    channel(in_before_, in_after_, from)->recv(data, bytes);
+    towards(stage_, from, in_before_, in_after_)->recv(data, bytes);
   }
   void waitSends() override {}  // a send has copied its bytes when it returns
   std::string describe() const override { return "shared memory"; }
 
  private:
-  ShmChannel* channel(const std::unique_ptr<ShmChannel>& before, const std::unique_ptr<ShmChannel>& after,
-                      int peer) const {
-    const std::unique_ptr<ShmChannel>& c = peer == stage_ - 1 ? before : after;
-    if ((peer != stage_ - 1 && peer != stage_ + 1) || !c)
-      throw Error("pipeline: stage " + std::to_string(stage_) + " has no link to stage " +
-                  std::to_string(peer));
-    return c.get();
-  }
-
   int stage_;
   std::unique_ptr<ShmChannel> in_before_, in_after_, out_before_, out_after_;
 };
 
+// Rank 0 of each group sends, rank 1 receives.
+class NcclLink final : public StageLink {
+ public:
+  NcclLink(Store& store, const std::string& prefix, int stage, int stages, Device device,
+           std::chrono::milliseconds timeout)
+      : stage_(stage) {
+    auto pair = [&](int from, int to) {
+      return makeNcclGroup(store, from == stage ? 0 : 1, 2, device, timeout,
+                           prefix + "/" + std::to_string(from) + "-" + std::to_string(to));
+    };
+    if (stage > 0) {
+      from_before_ = pair(stage - 1, stage);
+      to_before_ = pair(stage, stage - 1);
+    }
+    if (stage + 1 < stages) {
+      to_after_ = pair(stage, stage + 1);
+      from_after_ = pair(stage + 1, stage);
+    }
+  }
+  void sendAsync(const void* data, int64_t bytes, int to, uint32_t tag) override {
+    towards(stage_, to, to_before_, to_after_)->sendAsync(data, bytes, 1, tag);
+  }
+  void recv(void* data, int64_t bytes, int from, uint32_t tag) override {
+    towards(stage_, from, from_before_, from_after_)->recv(data, bytes, 0, tag);
+  }
+  void waitSends() override {
+    if (to_before_) to_before_->waitSends();
+    if (to_after_) to_after_->waitSends();
+  }
+  std::string describe() const override { return "nccl"; }
+  bool takesDeviceMemory() const override { return true; }
+
+ private:
+  int stage_;
+  std::shared_ptr<ProcessGroup> from_before_, to_before_, to_after_, from_after_;
+};
+
 }  // namespace
+
+std::unique_ptr<StageLink> ncclLink(Store& store, const std::string& prefix, int stage, int stages,
+                                    Device device, std::chrono::milliseconds timeout) {
+  return std::make_unique<NcclLink>(store, prefix, stage, stages, device, timeout);
+}
 
 std::unique_ptr<StageLink> groupLink(std::shared_ptr<ProcessGroup> group) {
   return std::make_unique<GroupLink>(std::move(group));

@@ -148,6 +148,7 @@ BatchFigures StageWorker::step(const Batch& batch, int64_t step, uint64_t seed, 
     figures_ = BatchFigures{sums.loss_sum, sums.correct, sums.samples};
   }
   outbox_.clear();
+  device_outbox_.clear();
   images_.clear();
   received_.clear();
   gradients_in_.clear();
@@ -235,6 +236,7 @@ BatchFigures StageWorker::evaluate(const Batch& batch, int64_t evaluation, Stage
       send(Direction::Activation, m, stage_ + 1, out_cut_, onward(m, out));
       link.waitSends();
       outbox_.clear();
+      device_outbox_.clear();
     } else {
       addLoss(*out.back(), m, 0.0f, nullptr, 0.0f);  // no gradient, no smoothing
     }
@@ -348,13 +350,20 @@ void StageWorker::send(Direction d, int m, int to, const std::vector<CrossingTen
     const std::vector<uint8_t>& head = outbox_.back();
     transfer(header, to,
              [&] { link_->sendAsync(head.data(), static_cast<int64_t>(head.size()), to, tagOf(d)); });
-    // Copied (out of the GPU, on one): the tensor's memory is a model's,
-    // which the next micro-batch reuses.
+    // Copied (out of the GPU, on one, unless the link takes device memory):
+    // the tensor's memory is a model's, which the next micro-batch reuses.
     const size_t bytes = static_cast<size_t>(values.numel()) * sizeof(float);
-    outbox_.emplace_back(bytes);
-    copyDeviceMemory(outbox_.back().data(), Device::cpu(), values.data(), values.device(), bytes);
-    const std::vector<uint8_t>& body = outbox_.back();
-    transfer(header, to, [&] { link_->sendAsync(body.data(), static_cast<int64_t>(bytes), to, tagOf(d)); });
+    const void* body = nullptr;
+    if (link_->takesDeviceMemory() && !device_.isCpu()) {
+      device_outbox_.push_back(Tensor::empty(values.shape(), device_));
+      device_outbox_.back().copyFrom(values);
+      body = device_outbox_.back().data();
+    } else {
+      outbox_.emplace_back(bytes);
+      copyDeviceMemory(outbox_.back().data(), Device::cpu(), values.data(), values.device(), bytes);
+      body = outbox_.back().data();
+    }
+    transfer(header, to, [&] { link_->sendAsync(body, static_cast<int64_t>(bytes), to, tagOf(d)); });
   }
 }
 
@@ -369,7 +378,9 @@ StageWorker::Bundle StageWorker::receive(Direction d, int m, int from,
              [&] { link_->recv(bytes.data(), static_cast<int64_t>(bytes.size()), from, tagOf(d)); });
     const StageMessage got = StageMessage::decode(bytes, "pipeline " + stageName(from));
     checkStageMessage(expected, got);
-    Tensor values = Tensor::empty(got.shape);
+    // Into the GPU's memory directly when the link takes it, else through host memory.
+    const bool in_place = link_->takesDeviceMemory();
+    Tensor values = Tensor::empty(got.shape, in_place ? device_ : Device::cpu());
     transfer(expected, from, [&] {
       link_->recv(values.data(), values.numel() * static_cast<int64_t>(sizeof(float)), from, tagOf(d));
     });

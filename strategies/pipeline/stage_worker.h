@@ -14,7 +14,8 @@
 // On a GPU the stage's parameters, activations and gradients live in the
 // GPU's memory and its layers are the registry's GPU layers; each message is
 // copied out of the GPU before it is sent and into it when it arrives
-// (staged through host memory, over the same links as CPU stages), and the
+// (staged through host memory, over the same links as CPU stages), or over
+// an NCCL link sent from a copy in the GPU's memory and received in place; the
 // last stage's loss is queued on the GPU and read once, at the step's end.
 //
 // Not thread-safe; one step at a time.
@@ -143,6 +144,7 @@ class StageWorker {
   std::map<int, Bundle> gradients_in_, gradients_out_;  // gradients of out_cut_, of in_cut_
   std::map<int, Tensor> dlogits_;
   std::vector<std::vector<uint8_t>> outbox_;  // sends in flight until the step ends
+  std::vector<Tensor> device_outbox_;         // the same, on the GPU, for a link that takes device memory
 };
 
 }  // namespace dtrain::pipeline

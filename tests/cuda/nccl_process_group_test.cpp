@@ -2,7 +2,8 @@
 // every collective (device memory in place, host memory staged), a call waits
 // for the compute stream's queued work, two ranks on two GPUs (threads as
 // ranks) sum exactly, and a peer that never comes, or stops taking part,
-// fails the others within the timeout instead of hanging them.
+// fails the others within the timeout instead of hanging them; messages
+// between two GPUs arrive in order, and a bad peer is refused.
 #include "core/comm/cuda/nccl_process_group.h"
 
 #include <doctest/doctest.h>
@@ -208,4 +209,53 @@ TEST_CASE("nccl: bad arguments are refused with a clear message") {
   // Refused arguments leave the group usable.
   group.allReduceSum(data.data(), 4);
   CHECK(data == std::vector<float>(4, 2.0f));
+  // A message to or from itself, or a rank the group has not.
+  CHECK_THROWS_WITH_AS(group.sendAsync(data.data(), 16, 0, 0),
+                       "NCCL send of 16 bytes to rank 0 on rank 0: a group of 1 rank has no peer", CommError);
+  CHECK_THROWS_WITH_AS(group.recv(data.data(), 16, 3, 0), doctest::Contains("a group of 1 rank has no peer"),
+                       CommError);
+}
+
+TEST_CASE("nccl: messages between two GPUs arrive in order, from and into device and host memory") {
+  if (visibleCudaDevices() < 2) {
+    MESSAGE("needs 2 GPUs: skipped");
+    return;
+  }
+  InMemoryStore store;
+  constexpr int64_t kFloats = (int64_t(1) << 18) + 5;
+  auto errors = runRanks(2, [&](int rank) {
+    useDevice(rank);
+    CudaStream compute;
+    NcclProcessGroup group(store, "nccl-p2p", rank, 2, rank, compute.get(), 30s);
+    float* device = nullptr;
+    checkCuda(cudaMalloc(&device, kFloats * sizeof(float)), "allocate the test's buffer");
+    std::vector<float> host(kFloats);
+    if (rank == 0) {
+      // Three messages: host memory, device memory, host memory changed after its send returned.
+      for (int64_t i = 0; i < kFloats; ++i) host[static_cast<size_t>(i)] = static_cast<float>(i);
+      checkCuda(cudaMemcpy(device, host.data(), kFloats * sizeof(float), cudaMemcpyHostToDevice), "upload");
+      group.sendAsync(host.data(), kFloats * sizeof(float), 1, 0);
+      group.sendAsync(device, kFloats * sizeof(float), 1, 0);
+      std::vector<float> small{7.0f, 8.0f};
+      group.sendAsync(small.data(), 2 * sizeof(float), 1, 0);
+      small = {0.0f, 0.0f};  // the send keeps a copy of its own
+      group.waitSends();
+    } else {
+      group.recv(device, kFloats * sizeof(float), 0, 0);  // the first, into device memory
+      group.recv(host.data(), kFloats * sizeof(float), 0, 0);
+      std::vector<float> small(2);
+      group.recv(small.data(), 2 * sizeof(float), 0, 0);
+      std::vector<float> first(kFloats);
+      checkCuda(cudaMemcpy(first.data(), device, kFloats * sizeof(float), cudaMemcpyDeviceToHost),
+                "download");
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < kFloats; ++i)
+        wrong += first[static_cast<size_t>(i)] != static_cast<float>(i) ||
+                 host[static_cast<size_t>(i)] != static_cast<float>(i);
+      CHECK(wrong == 0);
+      CHECK(small == std::vector<float>{7.0f, 8.0f});
+    }
+    cudaFree(device);
+  });
+  checkNoErrors(errors);
 }

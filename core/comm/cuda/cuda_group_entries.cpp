@@ -8,10 +8,11 @@
 #include "core/comm/cuda/nccl_process_group.h"
 #include "core/comm/device_groups.h"
 
-extern "C" void dtrain_cuda_nccl_group_v1(dtrain::Store* store, int rank, int size, int device,
-                                          int64_t timeout_ms, std::shared_ptr<dtrain::ProcessGroup>* out) {
+extern "C" void dtrain_cuda_nccl_group_v2(dtrain::Store* store, const char* key_prefix, int rank, int size,
+                                          int device, int64_t timeout_ms,
+                                          std::shared_ptr<dtrain::ProcessGroup>* out) {
   dtrain::CudaContext& ctx = dtrain::CudaContext::of(device);
-  *out = std::make_shared<dtrain::NcclProcessGroup>(*store, "nccl", rank, size, device, ctx.stream(),
+  *out = std::make_shared<dtrain::NcclProcessGroup>(*store, key_prefix, rank, size, device, ctx.stream(),
                                                     std::chrono::milliseconds(timeout_ms));
 }
 

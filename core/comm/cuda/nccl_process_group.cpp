@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <numeric>
+#include <vector>
 
 #include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda/cuda_handles.h"
@@ -91,6 +92,9 @@ class NcclProcessGroup::Impl {
   void allGather(const float* in, int64_t n, float* out);
   void reduceScatterSum(float* data, const std::vector<int64_t>& counts);
   void barrier();
+  void sendAsync(const void* data, int64_t bytes, int to);
+  void recv(void* data, int64_t bytes, int from);
+  void waitSends();
 
   const int rank;
   const int size;
@@ -127,6 +131,8 @@ class NcclProcessGroup::Impl {
   std::string failedText(const Call& call, ncclResult_t result) const;
   std::string timedOutText(const Call& call) const;
   std::string onRank() const { return " on rank " + std::to_string(rank); }
+  // `peer` of a send or receive: another rank of the group.
+  void checkPeer(const std::string& operation, int peer) const;
   void throwIfAbandoned(const Call& call) const {
     if (abandoned_)
       throw CommError(call.operation + onRank() + ": left the call: the run is re-forming its group");
@@ -136,6 +142,14 @@ class NcclProcessGroup::Impl {
   CudaEvent computeReady_;
   CudaEvent done_;
   DeviceStagingBuffer staging_;
+  // A queued send's copy of host memory: pinned (so the copy to the device
+  // waits for nothing queued before it), then on the device; kept until waitSends().
+  struct SendCopy {
+    PinnedHostBuffer host;
+    DeviceStagingBuffer device;
+  };
+  std::vector<std::unique_ptr<SendCopy>> send_copies_;
+  bool sends_queued_ = false;
   // Last: closed before the stream and buffers its calls used go.
   std::unique_ptr<NcclCommunicator> comm_;
   std::string failure_;  // the first failure; set = unusable
@@ -370,6 +384,63 @@ void NcclProcessGroup::Impl::barrier() {
   });
 }
 
+void NcclProcessGroup::Impl::checkPeer(const std::string& operation, int peer) const {
+  if (size == 1) throw CommError(operation + onRank() + ": a group of 1 rank has no peer");
+  if (peer < 0 || peer >= size || peer == rank)
+    throw CommError(operation + onRank() + ": the peer must be another rank between 0 and " +
+                    std::to_string(size - 1) + " (got " + std::to_string(peer) + ")");
+}
+
+void NcclProcessGroup::Impl::sendAsync(const void* data, int64_t bytes, int to) {
+  const std::string operation =
+      "NCCL send of " + elementCountText(bytes, "bytes") + " to rank " + std::to_string(to);
+  checkPeer(operation, to);
+  if (bytes <= 0) return;
+  useDevice();
+  const bool staged = !checkedKind(data, operation).on_device;
+  collective(operation, [&](const Call& call) {
+    const void* buffer = data;
+    if (staged) {  // the caller's host memory may change once this returns: a copy of its own
+      send_copies_.push_back(std::make_unique<SendCopy>());
+      SendCopy& copy = *send_copies_.back();
+      void* pinned = copy.host.reserve(static_cast<size_t>(bytes));
+      std::memcpy(pinned, data, static_cast<size_t>(bytes));
+      void* on_device = copy.device.reserve(static_cast<size_t>(bytes));
+      copyOnStream(on_device, pinned, static_cast<size_t>(bytes));
+      buffer = on_device;
+    }
+    waitForCompute();  // device memory the compute stream is still writing
+    awaitStarted(ncclSend(buffer, static_cast<size_t>(bytes), ncclUint8, to, comm_->get(), stream_.get()),
+                 call);
+    sends_queued_ = true;
+  });
+}
+
+void NcclProcessGroup::Impl::recv(void* data, int64_t bytes, int from) {
+  const std::string operation =
+      "NCCL receive of " + elementCountText(bytes, "bytes") + " from rank " + std::to_string(from);
+  checkPeer(operation, from);
+  if (bytes <= 0) return;
+  useDevice();
+  const bool staged = !checkedKind(data, operation).on_device;
+  collective(operation, [&](const Call& call) {
+    void* buffer = staged ? staging_.reserve(static_cast<size_t>(bytes)) : data;
+    waitForCompute();  // queued work may still read the buffer's old contents
+    awaitStarted(ncclRecv(buffer, static_cast<size_t>(bytes), ncclUint8, from, comm_->get(), stream_.get()),
+                 call);
+    awaitStream(call);
+    if (staged) copyToHost(data, buffer, static_cast<size_t>(bytes), call);
+  });
+}
+
+void NcclProcessGroup::Impl::waitSends() {
+  if (!sends_queued_) return;
+  useDevice();
+  collective("NCCL sends", [&](const Call& call) { awaitStream(call); });
+  sends_queued_ = false;
+  send_copies_.clear();
+}
+
 // NcclProcessGroup ----------------------------------------------------------
 
 NcclProcessGroup::NcclProcessGroup(Store& store, const std::string& key_prefix, int rank, int size,
@@ -407,6 +478,14 @@ void NcclProcessGroup::reduceScatterSum(float* data, const std::vector<int64_t>&
 }
 
 void NcclProcessGroup::barrier() { impl_->barrier(); }
+
+void NcclProcessGroup::sendAsync(const void* data, int64_t bytes, int to, uint32_t) {
+  impl_->sendAsync(data, bytes, to);
+}
+
+void NcclProcessGroup::recv(void* data, int64_t bytes, int from, uint32_t) { impl_->recv(data, bytes, from); }
+
+void NcclProcessGroup::waitSends() { impl_->waitSends(); }
 
 void NcclProcessGroup::abandon() { impl_->abandoned_ = true; }
 

@@ -21,6 +21,15 @@
 // thread (backward, while a communication thread reduces a gradient bucket)
 // go on meanwhile.
 //
+// Point to point (ncclSend / ncclRecv; NCCL has no tags: between two ranks
+// messages match in the order they were sent): a send is queued on the
+// group's stream and returns; its host memory is copied to a device buffer
+// of its own first, kept until waitSends(). A receive returns when the
+// message is in place, and waits for the sends queued before it on the
+// stream too, so a pipeline gives each direction between two stages a group
+// of its own (a send and a receive crossing on one stream would wait for
+// each other).
+//
 // reduceScatterSum with equal counts is NCCL's in-place reduce-scatter; with
 // uneven counts it is an all-reduce of the whole buffer (every segment
 // summed, twice the traffic: simple and correct). barrier is an all-reduce
@@ -73,6 +82,10 @@ class NcclProcessGroup : public ProcessGroup {
   void allGather(const float* in, int64_t n, float* out) override;
   void reduceScatterSum(float* data, const std::vector<int64_t>& counts) override;
   void barrier() override;
+  void sendAsync(const void* data, int64_t bytes, int to, uint32_t tag) override;
+  void recv(void* data, int64_t bytes, int from, uint32_t tag) override;
+  void waitSends() override;
+  bool deviceNative() const override { return true; }
   // The call under way stops at its next poll and aborts the communicator
   // (ncclCommAbort); later calls throw; the destructor aborts too.
   void abandon() override;
