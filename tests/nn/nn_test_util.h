@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/nn/layer.h"
+#include "core/nn/param_store.h"
 #include "core/tensor/tensor.h"
 
 namespace dtrain::test {
@@ -74,6 +75,14 @@ struct GradCheckResult {
 // sample of that many. See gradcheck_test.cpp for the choice of eps and tolerances.
 GradCheckResult gradCheck(Harness& h, Rng& rng, const LayerContext& ctx = {}, float eps = 1e-2f,
                           double atol = 2e-3, double rtol = 2e-3, int64_t max_per_tensor = 400);
+
+// Every parameter of `store` (allocated) drawn from N(0, scale^2).
+inline void fillParams(ParamStore& store, Rng& rng, float scale) {
+  for (size_t i = 0; i < store.entries().size(); ++i) {
+    Tensor value = store.view(store.params(), i);
+    rng.fill(value, scale);
+  }
+}
 
 // A copy of t with memory of its own.
 Tensor copyOf(const Tensor& t);

@@ -119,10 +119,7 @@ TEST_CASE("a model's backward in two passes equals one pass, and tells each laye
   model.registerParams(store);
   store.allocate();
   Rng rng(5);
-  for (size_t i = 0; i < store.entries().size(); ++i) {
-    Tensor value = store.view(store.params(), i);
-    rng.fill(value, 0.15f);
-  }
+  fillParams(store, rng, 0.15f);
   Tensor grads = store.gradBuffer();
   model.bind(store, grads, batch);
   Tensor input = Tensor::empty(input_shape.withBatch(batch));

@@ -67,10 +67,7 @@ void checkStages(const std::vector<LayerSpec>& specs, const Shape& input_shape,
   whole.registerParams(store);
   store.allocate();
   Rng rng(17);
-  for (size_t i = 0; i < store.entries().size(); ++i) {
-    Tensor value = store.view(store.params(), i);
-    rng.fill(value, 0.2f);
-  }
+  fillParams(store, rng, 0.2f);
   ParamStore buffers;
   whole.registerBuffers(buffers);
   buffers.allocate();
