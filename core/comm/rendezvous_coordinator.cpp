@@ -112,15 +112,9 @@ void RendezvousCoordinator::handle(const std::string& identity, const void* data
   if (auto* beat = std::get_if<wire::Heartbeat>(&msg.body))
     return handleHeartbeat(identity, msg.request_id, *beat, now, out);
   if (auto* lost = std::get_if<wire::ReportLost>(&msg.body)) {
-    // The token is never echoed, as for a join.
-    std::string why;
-    if (lost->job_id != config_.job_id)
-      why = "this coordinator serves job " + quoted(config_.job_id) + ", not " + quoted(lost->job_id);
-    else if (!sameToken(lost->token, config_.token))
-      why = "wrong token for job " + quoted(config_.job_id);
-    if (!why.empty()) {
-      log("refused a report of a lost worker: " + why);
-      return out.refuse(identity, msg.request_id, why);
+    if (auto refusal = checkCredentials(lost->job_id, lost->token)) {
+      log("refused a report of a lost worker: " + refusal->reason);
+      return out.refuse(identity, msg.request_id, refusal->reason);
     }
     loseProcess(lost->node, lost->pid, lost->why, now, out);
     return out.send(identity, msg.request_id, wire::Ok{});
@@ -136,19 +130,26 @@ void RendezvousCoordinator::handle(const std::string& identity, const void* data
   if (rank >= 0) group_->handle(rank, identity, msg.request_id, msg.body, now, out);
 }
 
+std::optional<RendezvousCoordinator::CredentialsRefusal> RendezvousCoordinator::checkCredentials(
+    const std::string& job_id, const std::string& token) const {
+  if (job_id != config_.job_id)
+    return CredentialsRefusal{
+        "this coordinator serves job " + quoted(config_.job_id) + ", not " + quoted(job_id), true};
+  if (!sameToken(token, config_.token))
+    return CredentialsRefusal{"wrong token for job " + quoted(config_.job_id)};
+  return std::nullopt;
+}
+
 void RendezvousCoordinator::handleJoin(const std::string& identity, uint64_t request_id, const JoinRequest& r,
                                        RendezvousClock::time_point now, Outbox& out) {
   auto refuseJoin = [&](const std::string& reason) {
     log("refused the join of " + describeJoiner(r) + ": " + reason);
     out.refuse(identity, request_id, reason);
   };
-  if (r.job_id != config_.job_id)
-    return refuseJoin("this coordinator serves job " + quoted(config_.job_id) + ", not " + quoted(r.job_id) +
-                      ": check the coordinator address in the job's [cluster] table");
-  // The token is never echoed: logs and replies may be seen by others.
-  if (!sameToken(r.token, config_.token))
-    return refuseJoin("wrong token for job " + quoted(config_.job_id) +
-                      ": every host of a run must use the same job token");
+  if (auto refusal = checkCredentials(r.job_id, r.token))
+    return refuseJoin(refusal->reason + (refusal->wrong_job
+                                             ? ": check the coordinator address in the job's [cluster] table"
+                                             : ": every host of a run must use the same job token"));
   if (config_.elastic.enabled && group_ && !gathering_ &&
       handleElasticJoin(identity, request_id, r, now, out))
     return;

@@ -62,6 +62,14 @@ class RendezvousCoordinator {
   void loseProcess(int node, int pid, const std::string& why, RendezvousClock::time_point now, Outbox& out);
 
  private:
+  // Why a request naming `job_id` with `token` is not this run's; nullopt
+  // when it is. The token is never echoed: logs and replies may be seen by others.
+  struct CredentialsRefusal {
+    std::string reason;
+    bool wrong_job = false;  // else a wrong token
+  };
+  std::optional<CredentialsRefusal> checkCredentials(const std::string& job_id,
+                                                     const std::string& token) const;
   void handleJoin(const std::string& identity, uint64_t request_id, const JoinRequest& request,
                   RendezvousClock::time_point now, Outbox& out);
   void handleHeartbeat(const std::string& identity, uint64_t request_id, const wire::Heartbeat& beat,

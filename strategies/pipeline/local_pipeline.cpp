@@ -66,6 +66,13 @@ BatchFigures LocalPipeline::step(const Batch& batch, uint64_t seed, float grad_s
   return figures;
 }
 
+std::vector<const Tensor*> LocalPipeline::inputsOf(const Stage& stage, int m, const Tensor& images) const {
+  std::vector<const Tensor*> inputs;
+  for (const ModelCut::Input& in : stage.part.cut.inputs)
+    inputs.push_back(in.name == "input" ? &images : &sent_.at({m, in.name}));
+  return inputs;
+}
+
 void LocalPipeline::forward(int s, int m, const Batch& batch, uint64_t seed, float grad_scale,
                             BatchFigures& figures) {
   Stage& stage = *stages_[static_cast<size_t>(s)];
@@ -77,9 +84,7 @@ void LocalPipeline::forward(int s, int m, const Batch& batch, uint64_t seed, flo
   stage.model_of[m] = copy;
   const auto [begin, end] = rows(m, batch.size);
   const Tensor images = batch.images.narrow(begin, end - begin);
-  std::vector<const Tensor*> inputs;
-  for (const ModelCut::Input& in : stage.part.cut.inputs)
-    inputs.push_back(in.name == "input" ? &images : &sent_.at({m, in.name}));
+  const std::vector<const Tensor*> inputs = inputsOf(stage, m, images);
   LayerContext ctx;
   ctx.seed = seed;
   ctx.sample_offset = batch.global_offset + begin;  // dropout masks follow the global row
@@ -109,22 +114,18 @@ void LocalPipeline::backward(int s, int m, const Batch& batch, uint64_t seed, Ba
   ctx.seed = seed;
   ctx.sample_offset = batch.global_offset + begin;
   ctx.backward_part = part;
+  const std::vector<const Tensor*> inputs = inputsOf(stage, m, images);
   if (part == BackwardPart::Params) {  // the weight gradients from what the first pass left
-    std::vector<const Tensor*> inputs;
-    for (const ModelCut::Input& in : stage.part.cut.inputs)
-      inputs.push_back(in.name == "input" ? &images : &sent_.at({m, in.name}));
     stage.models[copy]->backward(inputs, {}, {}, ctx);
     stage.busy[copy] = false;
     stage.model_of.erase(m);
     return;
   }
-  std::vector<const Tensor*> inputs;
   std::vector<Tensor> dinputs;
   std::vector<Tensor*> din_ptrs;
   const std::vector<ModelCut::Input>& cut_inputs = stage.part.cut.inputs;
   dinputs.reserve(cut_inputs.size());
   for (const ModelCut::Input& in : cut_inputs) {
-    inputs.push_back(in.name == "input" ? &images : &sent_.at({m, in.name}));
     dinputs.push_back(Tensor::empty(in.shape.withBatch(end - begin)));
     din_ptrs.push_back(in.needs_gradient ? &dinputs.back() : nullptr);
   }

@@ -60,6 +60,8 @@ class LocalPipeline {
   // `part`: the whole backward, or one of a split one's two passes (schedule.h).
   void backward(int s, int m, const Batch& batch, uint64_t seed, BackwardPart part);
   std::pair<int64_t, int64_t> rows(int m, int64_t n) const;  // [begin, end) of micro-batch m
+  // Micro-batch m's inputs to `stage`'s model: its `images`, or what earlier stages sent on.
+  std::vector<const Tensor*> inputsOf(const Stage& stage, int m, const Tensor& images) const;
 
   Schedule schedule_;
   std::vector<std::pair<int, size_t>> order_;  // (stage, action), as checkSchedule ran them
