@@ -8,9 +8,10 @@
 // output gradient serves both gradients. Transformed index xi = 4a + b, where
 // a runs along H and b along W.
 //
-// This file: the tile geometry and the filter-side transforms (scalar: the
-// weights are small next to the activations). The activation-side transforms
+// This file: the tile geometry and the filter-side transforms (a block of
+// channels at a time, see winograd_filter_block.h). The activation-side transforms
 // are in winograd_forward.cpp and winograd_backward.cpp.
+#include "core/backend/cpu/winograd_filter_block.h"
 #include "core/backend/ops.h"
 
 namespace dtrain::ops {
@@ -34,46 +35,54 @@ int64_t winogradPlaneStride(int64_t rows, int64_t ld) {
 
 void winogradFilterTransform(const float* w, int64_t filters, int64_t channels, float* u) {
   const int64_t stride = filters * channels;
+  ChannelBlock<9> k;
+  float t[4][3][kFilterChannelBlock];  // G g, per channel of the block
   for (int64_t f = 0; f < filters; ++f)
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* k = w + (f * channels + c) * 9;
-      float t[4][3];  // G g
-      for (int col = 0; col < 3; ++col) {
-        const float g0 = k[col], g1 = k[3 + col], g2 = k[6 + col];
-        t[0][col] = g0;
-        t[1][col] = 0.5f * (g0 + g1 + g2);
-        t[2][col] = 0.5f * (g0 - g1 + g2);
-        t[3][col] = g2;
-      }
-      float* dst = u + f * channels + c;
-      for (int a = 0; a < 4; ++a) {  // (G g) G^T
-        dst[(4 * a + 0) * stride] = t[a][0];
-        dst[(4 * a + 1) * stride] = 0.5f * (t[a][0] + t[a][1] + t[a][2]);
-        dst[(4 * a + 2) * stride] = 0.5f * (t[a][0] - t[a][1] + t[a][2]);
-        dst[(4 * a + 3) * stride] = t[a][2];
-      }
+    for (int64_t c0 = 0; c0 < channels; c0 += kFilterChannelBlock) {
+      const int64_t cb = std::min(kFilterChannelBlock, channels - c0);
+      k.load(w + (f * channels + c0) * 9, cb);
+      for (int col = 0; col < 3; ++col)
+        for (int64_t c = 0; c < cb; ++c) {
+          const float g0 = k.v[col][c], g1 = k.v[3 + col][c], g2 = k.v[6 + col][c];
+          t[0][col][c] = g0;
+          t[1][col][c] = 0.5f * (g0 + g1 + g2);
+          t[2][col][c] = 0.5f * (g0 - g1 + g2);
+          t[3][col][c] = g2;
+        }
+      float* dst = u + f * channels + c0;
+      for (int a = 0; a < 4; ++a)  // (G g) G^T
+        for (int64_t c = 0; c < cb; ++c) {
+          dst[(4 * a + 0) * stride + c] = t[a][0][c];
+          dst[(4 * a + 1) * stride + c] = 0.5f * (t[a][0][c] + t[a][1][c] + t[a][2][c]);
+          dst[(4 * a + 2) * stride + c] = 0.5f * (t[a][0][c] - t[a][1][c] + t[a][2][c]);
+          dst[(4 * a + 3) * stride + c] = t[a][2][c];
+        }
     }
 }
 
 void winogradFilterGradTransform(const float* du, int64_t filters, int64_t channels, float* dw) {
   const int64_t stride = filters * channels;
+  float r[3][4][kFilterChannelBlock];  // G^T du, per channel of the block
+  ChannelBlock<9> k;
   for (int64_t f = 0; f < filters; ++f)
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* src = du + f * channels + c;
-      float d[4][4];
-      for (int xi = 0; xi < 16; ++xi) d[xi / 4][xi % 4] = src[xi * stride];
-      float r[3][4];  // G^T du
-      for (int b = 0; b < 4; ++b) {
-        r[0][b] = d[0][b] + 0.5f * (d[1][b] + d[2][b]);
-        r[1][b] = 0.5f * (d[1][b] - d[2][b]);
-        r[2][b] = 0.5f * (d[1][b] + d[2][b]) + d[3][b];
-      }
-      float* k = dw + (f * channels + c) * 9;
-      for (int a = 0; a < 3; ++a) {  // (G^T du) G
-        k[3 * a + 0] += r[a][0] + 0.5f * (r[a][1] + r[a][2]);
-        k[3 * a + 1] += 0.5f * (r[a][1] - r[a][2]);
-        k[3 * a + 2] += 0.5f * (r[a][1] + r[a][2]) + r[a][3];
-      }
+    for (int64_t c0 = 0; c0 < channels; c0 += kFilterChannelBlock) {
+      const int64_t cb = std::min(kFilterChannelBlock, channels - c0);
+      const float* src = du + f * channels + c0;
+      for (int b = 0; b < 4; ++b)
+        for (int64_t c = 0; c < cb; ++c) {
+          const float d0 = src[b * stride + c], d1 = src[(4 + b) * stride + c],
+                      d2 = src[(8 + b) * stride + c], d3 = src[(12 + b) * stride + c];
+          r[0][b][c] = d0 + 0.5f * (d1 + d2);
+          r[1][b][c] = 0.5f * (d1 - d2);
+          r[2][b][c] = 0.5f * (d1 + d2) + d3;
+        }
+      for (int a = 0; a < 3; ++a)  // (G^T du) G
+        for (int64_t c = 0; c < cb; ++c) {
+          k.v[3 * a + 0][c] = r[a][0][c] + 0.5f * (r[a][1][c] + r[a][2][c]);
+          k.v[3 * a + 1][c] = 0.5f * (r[a][1][c] - r[a][2][c]);
+          k.v[3 * a + 2][c] = 0.5f * (r[a][1][c] + r[a][2][c]) + r[a][3][c];
+        }
+      k.addTo(dw + (f * channels + c0) * 9, cb);
     }
 }
 

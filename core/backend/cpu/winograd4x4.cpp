@@ -10,10 +10,12 @@
 // transforms round off more than F(2x2,3x3)'s (about 1e-6 relative at these
 // magnitudes, from the 1/6 and 1/24 weights and the sums of six terms).
 //
-// This file: the geometry and the filter-side transforms (scalar). The
+// This file: the geometry and the filter-side transforms (a block of channels
+// at a time, see winograd_filter_block.h). The
 // activation-side transforms are in winograd4x4_forward.cpp and
 // winograd4x4_backward.cpp.
 #include "core/backend/cpu/winograd4x4_rows.h"
+#include "core/backend/cpu/winograd_filter_block.h"
 
 namespace dtrain::ops {
 
@@ -23,61 +25,70 @@ WinogradTiles winograd4x4Tiles(const Window2d& g) {
 
 void winograd4x4FilterTransform(const float* w, int64_t filters, int64_t channels, float* u) {
   const int64_t stride = filters * channels;
-  // G applied to three values.
+  // G applied to three values per channel of a block of cb.
   // Multiplies by rounded reciprocals rather than divides: this runs for
   // every filter on every step, and the difference is float round-off.
-  auto g6 = [](float g0, float g1, float g2, float* out) {
+  auto g6 = [](const float* g0, const float* g1, const float* g2, float* const out[6], int64_t cb) {
     constexpr float k6 = 1.0f / 6.0f, k12 = 1.0f / 12.0f, k24 = 1.0f / 24.0f;
-    out[0] = 0.25f * g0;
-    out[1] = -(g0 + g1 + g2) * k6;
-    out[2] = -(g0 - g1 + g2) * k6;
-    out[3] = g0 * k24 + g1 * k12 + g2 * k6;
-    out[4] = g0 * k24 - g1 * k12 + g2 * k6;
-    out[5] = g2;
+    for (int64_t c = 0; c < cb; ++c) {
+      out[0][c] = 0.25f * g0[c];
+      out[1][c] = -(g0[c] + g1[c] + g2[c]) * k6;
+      out[2][c] = -(g0[c] - g1[c] + g2[c]) * k6;
+      out[3][c] = g0[c] * k24 + g1[c] * k12 + g2[c] * k6;
+      out[4][c] = g0[c] * k24 - g1[c] * k12 + g2[c] * k6;
+      out[5][c] = g2[c];
+    }
   };
+  ChannelBlock<9> k;
+  float t[6][3][kFilterChannelBlock];  // G g
   for (int64_t f = 0; f < filters; ++f)
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* k = w + (f * channels + c) * 9;
-      float t[6][3];  // G g
+    for (int64_t c0 = 0; c0 < channels; c0 += kFilterChannelBlock) {
+      const int64_t cb = std::min(kFilterChannelBlock, channels - c0);
+      k.load(w + (f * channels + c0) * 9, cb);
       for (int col = 0; col < 3; ++col) {
-        float out[6];
-        g6(k[col], k[3 + col], k[6 + col], out);
-        for (int a = 0; a < 6; ++a) t[a][col] = out[a];
+        float* const out[6] = {t[0][col], t[1][col], t[2][col], t[3][col], t[4][col], t[5][col]};
+        g6(k.v[col], k.v[3 + col], k.v[6 + col], out, cb);
       }
-      float* dst = u + f * channels + c;
+      float* dst = u + f * channels + c0;
       for (int a = 0; a < 6; ++a) {  // (G g) G^T
-        float out[6];
-        g6(t[a][0], t[a][1], t[a][2], out);
-        for (int b = 0; b < 6; ++b) dst[(6 * a + b) * stride] = out[b];
+        float* const out[6] = {dst + (6 * a) * stride,     dst + (6 * a + 1) * stride,
+                               dst + (6 * a + 2) * stride, dst + (6 * a + 3) * stride,
+                               dst + (6 * a + 4) * stride, dst + (6 * a + 5) * stride};
+        g6(t[a][0], t[a][1], t[a][2], out, cb);
       }
     }
 }
 
 void winograd4x4FilterGradTransform(const float* du, int64_t filters, int64_t channels, float* dw) {
   const int64_t stride = filters * channels;
-  // G^T applied to six values.
-  auto gt3 = [](const float* u, float* out) {
+  // G^T applied to six values per channel of a block of cb.
+  auto gt3 = [](const float* const u[6], float* const out[3], int64_t cb) {
     constexpr float k6 = 1.0f / 6.0f, k12 = 1.0f / 12.0f, k24 = 1.0f / 24.0f;
-    out[0] = 0.25f * u[0] - (u[1] + u[2]) * k6 + (u[3] + u[4]) * k24;
-    out[1] = (u[2] - u[1]) * k6 + (u[3] - u[4]) * k12;
-    out[2] = (u[3] + u[4] - u[1] - u[2]) * k6 + u[5];
+    for (int64_t c = 0; c < cb; ++c) {
+      out[0][c] = 0.25f * u[0][c] - (u[1][c] + u[2][c]) * k6 + (u[3][c] + u[4][c]) * k24;
+      out[1][c] = (u[2][c] - u[1][c]) * k6 + (u[3][c] - u[4][c]) * k12;
+      out[2][c] = (u[3][c] + u[4][c] - u[1][c] - u[2][c]) * k6 + u[5][c];
+    }
   };
+  float r[3][6][kFilterChannelBlock];  // G^T du
+  ChannelBlock<9> k;
   for (int64_t f = 0; f < filters; ++f)
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* src = du + f * channels + c;
-      float r[3][6];  // G^T du
+    for (int64_t c0 = 0; c0 < channels; c0 += kFilterChannelBlock) {
+      const int64_t cb = std::min(kFilterChannelBlock, channels - c0);
+      const float* src = du + f * channels + c0;
       for (int b = 0; b < 6; ++b) {
-        float column[6], out[3];
-        for (int a = 0; a < 6; ++a) column[a] = src[(6 * a + b) * stride];
-        gt3(column, out);
-        for (int i = 0; i < 3; ++i) r[i][b] = out[i];
+        const float* const column[6] = {src + b * stride,        src + (6 + b) * stride,
+                                        src + (12 + b) * stride, src + (18 + b) * stride,
+                                        src + (24 + b) * stride, src + (30 + b) * stride};
+        float* const out[3] = {r[0][b], r[1][b], r[2][b]};
+        gt3(column, out, cb);
       }
-      float* k = dw + (f * channels + c) * 9;
       for (int i = 0; i < 3; ++i) {  // (G^T du) G
-        float out[3];
-        gt3(r[i], out);
-        for (int j = 0; j < 3; ++j) k[3 * i + j] += out[j];
+        const float* const row[6] = {r[i][0], r[i][1], r[i][2], r[i][3], r[i][4], r[i][5]};
+        float* const out[3] = {k.v[3 * i], k.v[3 * i + 1], k.v[3 * i + 2]};
+        gt3(row, out, cb);
       }
+      k.addTo(dw + (f * channels + c0) * 9, cb);
     }
 }
 
