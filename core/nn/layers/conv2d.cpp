@@ -160,6 +160,11 @@ void Conv2d::bind(const std::vector<Tensor>& params, const std::vector<Tensor>& 
   }
 }
 
+Conv2d::Buffers& Conv2d::scratch() {
+  thread_local Buffers buffers;
+  return buffers;
+}
+
 bool Conv2d::fuseActivation(const std::string& type) {
   if (type != "relu" || relu_) return false;
   relu_ = true;

@@ -123,8 +123,18 @@ class Conv2d : public Layer {
   // their gradient du, transformed inputs v (reused for dv), products m (reused
   // for z). depthwise: the kernel's scratch in col. pointwise: the batch's
   // input side by side in col (then its gradient), output or its gradient in
-  // masked.
-  Scratch col_, masked_, u_, du_, v_, m_;
+  // masked. Every buffer lives only within one forward or backward call.
+  struct Buffers {
+    Scratch col, masked, u, du, v, m;
+  };
+  // One set per thread, shared by every convolution the thread computes: a
+  // model's layers run one after another, so the buffers the next layer writes
+  // are still in cache from the last one (per-layer buffers each came back
+  // cold, a megabyte or more per layer and call, which made a pipeline
+  // stage's micro-batches of 16 a quarter dearer per sample than a batch of
+  // 128), and a model holds one layer's worth of scratch instead of all of
+  // them.
+  static Buffers& scratch();
 };
 
 }  // namespace dtrain

@@ -27,7 +27,7 @@ void Conv2d::forwardGrouped(const float* x, int64_t n, float* y) {
   const int64_t groups = config_.groups, f = config_.filters, fg = f / groups;
   const int64_t k = gw.channels * gw.kernel_h * gw.kernel_w, p = geom_.outPlane();
   const int64_t in_size = geom_.channels * geom_.inPlane(), group_in = gw.channels * geom_.inPlane();
-  float* col = pointwise_ ? nullptr : col_.floats(k * p);
+  float* col = pointwise_ ? nullptr : scratch().col.floats(k * p);
   for (int64_t s = 0; s < n; ++s)
     for (int64_t gi = 0; gi < groups; ++gi) {
       const float* xs = x + s * in_size + gi * group_in;
@@ -51,9 +51,9 @@ void Conv2d::backwardGrouped(const float* x, const float* y, const float* dy, in
   const int64_t groups = config_.groups, f = config_.filters, fg = f / groups;
   const int64_t k = gw.channels * gw.kernel_h * gw.kernel_w, p = geom_.outPlane();
   const int64_t in_size = geom_.channels * geom_.inPlane(), group_in = gw.channels * geom_.inPlane();
-  float* col = pointwise_ ? nullptr : col_.floats(k * p);
+  float* col = pointwise_ ? nullptr : scratch().col.floats(k * p);
   // One group's dY masked by the fused relu, where a product needs it.
-  float* masked = relu_ && (dx || !rows_weight_grad_) ? masked_.floats(fg * p) : nullptr;
+  float* masked = relu_ && (dx || !rows_weight_grad_) ? scratch().masked.floats(fg * p) : nullptr;
   for (int64_t s = 0; s < n; ++s)
     for (int64_t gi = 0; gi < groups; ++gi) {
       const float* xs = x + s * in_size + gi * group_in;
@@ -82,16 +82,15 @@ void Conv2d::backwardGrouped(const float* x, const float* y, const float* dy, in
 }
 
 void Conv2d::forwardDepthwise(const float* x, int64_t n, float* y) {
-  float* scratch = col_.floats(ops::depthwiseScratchFloats(geom_));
+  float* work = scratch().col.floats(ops::depthwiseScratchFloats(geom_));
   ops::depthwiseForward(x, n, geom_, config_.filters / geom_.channels, weight_.data(),
-                        config_.bias ? bias_.data() : nullptr, relu_, y, scratch);
+                        config_.bias ? bias_.data() : nullptr, relu_, y, work);
 }
 
 void Conv2d::backwardDepthwise(const float* x, const float* y, const float* dy, int64_t n, float* dx) {
-  float* scratch = col_.floats(ops::depthwiseScratchFloats(geom_));
+  float* work = scratch().col.floats(ops::depthwiseScratchFloats(geom_));
   ops::depthwiseBackward(x, relu_ ? y : nullptr, dy, n, geom_, config_.filters / geom_.channels,
-                         weight_.data(), dweight_.data(), config_.bias ? dbias_.data() : nullptr, dx,
-                         scratch);
+                         weight_.data(), dweight_.data(), config_.bias ? dbias_.data() : nullptr, dx, work);
 }
 
 }  // namespace dtrain

@@ -10,7 +10,7 @@ namespace dtrain {
 void Conv2d::forwardIm2col(const float* x, int64_t n, float* y) {
   const int64_t f = config_.filters, k = geom_.channels * geom_.kernel_h * geom_.kernel_w;
   const int64_t p = geom_.outPlane(), in_size = geom_.channels * geom_.inPlane();
-  float* col = pointwise_ ? nullptr : col_.floats(k * p);
+  float* col = pointwise_ ? nullptr : scratch().col.floats(k * p);
   for (int64_t s = 0; s < n; ++s) {
     const float* xs = x + s * in_size;
     float* ys = y + s * f * p;
@@ -47,8 +47,8 @@ void Conv2d::backwardIm2col(const float* x, const float* y, const float* dy, int
                             bool param_grads) {
   const int64_t f = config_.filters, k = geom_.channels * geom_.kernel_h * geom_.kernel_w;
   const int64_t p = geom_.outPlane(), in_size = geom_.channels * geom_.inPlane();
-  float* col = pointwise_ ? nullptr : col_.floats(k * p);
-  float* masked = relu_ && (dx || !rows_weight_grad_) ? masked_.floats(f * p) : nullptr;
+  float* col = pointwise_ ? nullptr : scratch().col.floats(k * p);
+  float* masked = relu_ && (dx || !rows_weight_grad_) ? scratch().masked.floats(f * p) : nullptr;
   float* dbias = config_.bias ? dbias_.data() : nullptr;
   for (int64_t s = 0; s < n; ++s) {
     const float* xs = x + s * in_size;

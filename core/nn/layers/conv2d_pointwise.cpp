@@ -46,8 +46,8 @@ void maskedSamplesToRows(const float* dy, const float* y, int64_t n, int64_t row
 
 void Conv2d::forwardPointwise(const float* x, int64_t n, float* y) {
   const int64_t f = config_.filters, k = geom_.channels, p = geom_.outPlane(), cols = n * p;
-  float* xb = col_.floats(k * cols);
-  float* yb = masked_.floats(f * cols);
+  float* xb = scratch().col.floats(k * cols);
+  float* yb = scratch().masked.floats(f * cols);
   samplesToRows(x, n, k, p, xb);
   const float* bias = config_.bias ? bias_.data() : nullptr;
   if (unpacked_) {
@@ -62,8 +62,8 @@ void Conv2d::forwardPointwise(const float* x, int64_t n, float* y) {
 void Conv2d::backwardPointwise(const float* x, const float* y, const float* dy, int64_t n, float* dx,
                                bool param_grads) {
   const int64_t f = config_.filters, k = geom_.channels, p = geom_.outPlane(), cols = n * p;
-  float* xb = col_.floats(k * cols);
-  float* dyb = masked_.floats(f * cols);
+  float* xb = scratch().col.floats(k * cols);
+  float* dyb = scratch().masked.floats(f * cols);
   if (relu_)
     maskedSamplesToRows(dy, y, n, f, p, dyb);
   else

@@ -32,9 +32,9 @@ void Conv2d::forwardWinograd(const float* x, int64_t n, float* y) {
   const int64_t f = config_.filters, c = geom_.channels, t = w.tiles(geom_).perSample(), e = w.elements;
   const int64_t chunk = winogradChunk(), ld = roundUp(chunk * t, 8);
   const int64_t vplane = ops::winogradPlaneStride(c, ld), mplane = ops::winogradPlaneStride(f, ld);
-  float* u = u_.floats(e * f * c);
-  float* v = v_.floats(e * vplane);
-  float* m = m_.floats(e * mplane);
+  float* u = scratch().u.floats(e * f * c);
+  float* v = scratch().v.floats(e * vplane);
+  float* m = scratch().m.floats(e * mplane);
   w.filterTransform(weight_.data(), f, c, u);
   const int64_t in_size = c * geom_.inPlane(), out_size = f * geom_.outPlane();
   for (int64_t s0 = 0; s0 < n; s0 += chunk) {
@@ -60,10 +60,10 @@ void Conv2d::backwardWinograd(const float* x, const float* y, const float* dy, i
   const int64_t vplane = ops::winogradPlaneStride(c, ld), zplane = ops::winogradPlaneStride(f, ld);
   // u is recomputed rather than kept from forward: it is cheap, and backward
   // then does not depend on which forward ran last.
-  float* u = dx ? u_.floats(e * f * c) : nullptr;
-  float* du = param_grads ? du_.floats(e * f * c) : nullptr;
-  float* v = v_.floats(e * vplane);
-  float* z = m_.floats(e * zplane);
+  float* u = dx ? scratch().u.floats(e * f * c) : nullptr;
+  float* du = param_grads ? scratch().du.floats(e * f * c) : nullptr;
+  float* v = scratch().v.floats(e * vplane);
+  float* z = scratch().m.floats(e * zplane);
   if (dx) w.filterTransform(weight_.data(), f, c, u);
   if (du) std::fill(du, du + e * f * c, 0.0f);
   const int64_t in_size = c * geom_.inPlane(), out_size = f * geom_.outPlane();
