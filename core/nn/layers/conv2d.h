@@ -32,7 +32,8 @@
 // (and a fused relu) into the pass that writes the output, and skips the
 // input gradient when din is null (the first layer).
 //
-// Ownership and threading: as every Layer; scratch buffers are per instance.
+// Ownership and threading: as every Layer; the scratch buffers are per thread
+// (scratch(), below).
 #pragma once
 #include "core/backend/ops.h"
 #include "core/nn/layer.h"
