@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what dtrain needs to build and run, from Debian packages.
 #   scripts/install-deps.sh          build + run dependencies and Fashion-MNIST
-#   scripts/install-deps.sh --bench  also PyTorch (the benchmark's peer)
+#   scripts/install-deps.sh --bench  also PyTorch (the benchmarks' peer) and PIL (its image-folder reader)
 set -euo pipefail
 
 packages=(
@@ -11,7 +11,7 @@ packages=(
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch python3-pil)
 fi
 
 missing=()
