@@ -178,19 +178,21 @@ TEST_CASE("pipeline: cuts moved after the stages measured themselves train on as
 }
 
 TEST_CASE(
-    "pipeline: a run resumed with 2 stages, then as one process, ends where 4 stages straight through do") {
+    "pipeline: a run resumed with 2 stages, then as one process, then mirrored, ends where 4 stages straight "
+    "through do") {
   TempDir dir("pipe_resume");
   const ModelCase m = models()[1];  // the cnn
   const std::string four = "[strategy]\ntype = \"pipeline\"\nstages = 4\nmicro_batches = 4\n";
   auto longer = [](std::string toml) {
-    toml.replace(toml.find("steps = 3\n"), 10, "steps = 20\n");
+    toml.replace(toml.find("steps = 3\n"), 10, "steps = 28\n");
     toml.replace(toml.find("checkpoint_every_steps = 0"), 26, "checkpoint_every_steps = 7");
     return toml;
   };
   const std::string straight = dir / "straight";
   train(longer(job(straight, m, four)), straight + ".toml");
   // Killed after step 9 (its last checkpoint step 7's), resumed with 2
-  // stages and killed after step 16 (step 14's), then resumed as one process.
+  // stages and killed after step 16 (step 14's), resumed as one process and
+  // killed after step 23 (step 21's), then resumed by 2 mirrored workers.
   const std::string run = dir / "changing";
   writeFile(run + ".toml", longer(job(run, m, four)));
   const RunResult first = runDtrain({"train", run + ".toml", "-q", "--fault-kill-at-step", "9"});
@@ -199,14 +201,20 @@ TEST_CASE(
       runDtrain({"resume", run, "-q", "--set", "strategy.stages=2", "--fault-kill-at-step", "16"});
   INFO(second.output);
   CHECK(second.exit_code != 0);
-  const RunResult third = runDtrain({"resume", run, "-q", "--set", "strategy.type=one_device"});
+  const RunResult third =
+      runDtrain({"resume", run, "-q", "--set", "strategy.type=one_device", "--fault-kill-at-step", "23"});
   INFO(third.output);
-  REQUIRE(third.exit_code == 0);
+  CHECK(third.exit_code != 0);
+  CHECK(stepDirs(run).back().find("step-00000021") != std::string::npos);
+  const RunResult fourth =
+      runDtrain({"resume", run, "-q", "--set", "strategy.type=mirrored", "--set", "strategy.workers=2"});
+  INFO(fourth.output);
+  REQUIRE(fourth.exit_code == 0);
   for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
     CAPTURE(file);
     CHECK(checkpointDifference(run + "/checkpoints/latest", straight + "/checkpoints/latest", file) <= 1e-5);
   }
-  CHECK(stepDirs(run).back().find("step-00000020") != std::string::npos);
+  CHECK(stepDirs(run).back().find("step-00000028") != std::string::npos);
 }
 
 namespace {
