@@ -130,11 +130,10 @@ class Conv2d : public Layer {
   };
   // One set per thread, shared by every convolution the thread computes: a
   // model's layers run one after another, so the buffers the next layer writes
-  // are still in cache from the last one (per-layer buffers each came back
-  // cold, a megabyte or more per layer and call, which made a pipeline
-  // stage's micro-batches of 16 a quarter dearer per sample than a batch of
-  // 128), and a model holds one layer's worth of scratch instead of all of
-  // them.
+  // are still in cache from the last one. Per-layer buffers came back cold, a
+  // megabyte or more per layer and call: a micro-batch of 16 (a pipeline
+  // stage's) paid that in every call, a batch of 128 only in its first chunk.
+  // And a thread holds the largest layer's scratch instead of every layer's.
   static Buffers& scratch();
 };
 
