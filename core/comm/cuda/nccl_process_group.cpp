@@ -143,12 +143,16 @@ class NcclProcessGroup::Impl {
   CudaEvent done_;
   DeviceStagingBuffer staging_;
   // A queued send's copy of host memory: pinned (so the copy to the device
-  // waits for nothing queued before it), then on the device; kept until waitSends().
+  // waits for nothing queued before it), then on the device; in use until
+  // waitSends(), then reused by later sends (a pipeline stage sends the same
+  // messages every step; allocating pinned and device memory per send would
+  // cost more than the send).
   struct SendCopy {
     PinnedHostBuffer host;
     DeviceStagingBuffer device;
   };
   std::vector<std::unique_ptr<SendCopy>> send_copies_;
+  size_t send_copies_used_ = 0;
   bool sends_queued_ = false;
   // Last: closed before the stream and buffers its calls used go.
   std::unique_ptr<NcclCommunicator> comm_;
@@ -401,8 +405,8 @@ void NcclProcessGroup::Impl::sendAsync(const void* data, int64_t bytes, int to) 
   collective(operation, [&](const Call& call) {
     const void* buffer = data;
     if (staged) {  // the caller's host memory may change once this returns: a copy of its own
-      send_copies_.push_back(std::make_unique<SendCopy>());
-      SendCopy& copy = *send_copies_.back();
+      if (send_copies_used_ == send_copies_.size()) send_copies_.push_back(std::make_unique<SendCopy>());
+      SendCopy& copy = *send_copies_[send_copies_used_++];
       void* pinned = copy.host.reserve(static_cast<size_t>(bytes));
       std::memcpy(pinned, data, static_cast<size_t>(bytes));
       void* on_device = copy.device.reserve(static_cast<size_t>(bytes));
@@ -438,7 +442,7 @@ void NcclProcessGroup::Impl::waitSends() {
   useDevice();
   collective("NCCL sends", [&](const Call& call) { awaitStream(call); });
   sends_queued_ = false;
-  send_copies_.clear();
+  send_copies_used_ = 0;
 }
 
 // NcclProcessGroup ----------------------------------------------------------
