@@ -354,7 +354,7 @@ void StageWorker::send(Direction d, int m, int to, const std::vector<CrossingTen
     // the tensor's memory is a model's, which the next micro-batch reuses.
     const size_t bytes = static_cast<size_t>(values.numel()) * sizeof(float);
     const void* body = nullptr;
-    if (link_->takesDeviceMemory() && !device_.isCpu()) {
+    if (link_->takesDeviceMemory()) {  // an NCCL link: made for GPU stages only
       device_outbox_.push_back(Tensor::empty(values.shape(), device_));
       device_outbox_.back().copyFrom(values);
       body = device_outbox_.back().data();

@@ -35,7 +35,7 @@ int64_t winogradPlaneStride(int64_t rows, int64_t ld) {
 
 void winogradFilterTransform(const float* w, int64_t filters, int64_t channels, float* u) {
   const int64_t stride = filters * channels;
-  ChannelBlock<9> k;
+  FilterTaps k;
   float t[4][3][kFilterChannelBlock];  // G g, per channel of the block
   for (int64_t f = 0; f < filters; ++f)
     for (int64_t c0 = 0; c0 < channels; c0 += kFilterChannelBlock) {
@@ -63,7 +63,7 @@ void winogradFilterTransform(const float* w, int64_t filters, int64_t channels, 
 void winogradFilterGradTransform(const float* du, int64_t filters, int64_t channels, float* dw) {
   const int64_t stride = filters * channels;
   float r[3][4][kFilterChannelBlock];  // G^T du, per channel of the block
-  ChannelBlock<9> k;
+  FilterTaps k;
   for (int64_t f = 0; f < filters; ++f)
     for (int64_t c0 = 0; c0 < channels; c0 += kFilterChannelBlock) {
       const int64_t cb = std::min(kFilterChannelBlock, channels - c0);

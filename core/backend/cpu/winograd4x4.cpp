@@ -39,7 +39,7 @@ void winograd4x4FilterTransform(const float* w, int64_t filters, int64_t channel
       out[5][c] = g2[c];
     }
   };
-  ChannelBlock<9> k;
+  FilterTaps k;
   float t[6][3][kFilterChannelBlock];  // G g
   for (int64_t f = 0; f < filters; ++f)
     for (int64_t c0 = 0; c0 < channels; c0 += kFilterChannelBlock) {
@@ -71,7 +71,7 @@ void winograd4x4FilterGradTransform(const float* du, int64_t filters, int64_t ch
     }
   };
   float r[3][6][kFilterChannelBlock];  // G^T du
-  ChannelBlock<9> k;
+  FilterTaps k;
   for (int64_t f = 0; f < filters; ++f)
     for (int64_t c0 = 0; c0 < channels; c0 += kFilterChannelBlock) {
       const int64_t cb = std::min(kFilterChannelBlock, channels - c0);

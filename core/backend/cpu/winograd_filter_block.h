@@ -16,17 +16,16 @@ constexpr int64_t kFilterChannelBlock = 64;
 
 // A block's 3x3 taps by tap: v[tap][channel], moved from and to the weight
 // layout [F, C, 3, 3] (a channel's 9 taps side by side).
-template <int Taps>
-struct ChannelBlock {
-  float v[Taps][kFilterChannelBlock];
+struct FilterTaps {
+  float v[9][kFilterChannelBlock];
 
   void load(const float* w, int64_t channels) {
     for (int64_t c = 0; c < channels; ++c)
-      for (int i = 0; i < Taps; ++i) v[i][c] = w[c * Taps + i];
+      for (int i = 0; i < 9; ++i) v[i][c] = w[c * 9 + i];
   }
   void addTo(float* w, int64_t channels) const {
     for (int64_t c = 0; c < channels; ++c)
-      for (int i = 0; i < Taps; ++i) w[c * Taps + i] += v[i][c];
+      for (int i = 0; i < 9; ++i) w[c * 9 + i] += v[i][c];
   }
 };
 
