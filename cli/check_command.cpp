@@ -28,7 +28,9 @@ int runCheck(const CheckArgs& args) {
       jobTfConfig(job, [](const char* name) -> const char* { return std::getenv(name); });
   const Device device = resolveDevice(job.job.device);
   DatasetInfo data = peekDataset(job.data);
+  refuseUnbuiltPrecision(job.job, device);
   auto model = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
+  model->setPrecision(precisionNamed(job.job.precision));
   // A pipeline's stages too: a bad one is the one line of output.
   std::optional<pipeline::PipelinePlan> plan;
   if (job.strategy.type == "pipeline")
@@ -40,6 +42,7 @@ int runCheck(const CheckArgs& args) {
               data.sample_shape.str().c_str(), static_cast<long long>(data.classes));
   std::printf("# device: %s\n", describeDevice(device).c_str());
   if (tf_config) std::printf("%s", tfConfigReport(*tf_config, job).c_str());
+  std::printf("# precision: %s\n", describePrecision(job).c_str());
   std::printf("# model\n%s", modelSummary(*model).c_str());
   if (job.strategy.type == "parameter_server") {
     ParamStore store;

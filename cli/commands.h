@@ -23,6 +23,7 @@ struct TrainArgs {
   bool quiet = false;
   bool overwrite = false;          // replace an existing run directory's checkpoints and metrics
   int64_t fault_kill_at_step = 0;  // tests only: SIGKILL itself after this step
+  int64_t fault_overflow_at_step = 0;  // tests only: this step's loss gradient times infinity
   int node = -1;                   // multi-host: this host's index in [cluster] hosts (-1: find it)
 };
 int runTrain(const TrainArgs& args);
@@ -45,6 +46,7 @@ struct ResumeArgs {
   std::string job_file;  // --job: [strategy], [cluster], ... from this file; the rest must match
   bool quiet = false;
   int64_t fault_kill_at_step = 0;
+  int64_t fault_overflow_at_step = 0;
   int node = -1;
   std::string resolved_job;  // workers only: the job their host resolved, as TOML text
 };

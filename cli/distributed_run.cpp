@@ -40,6 +40,9 @@ int runHostProcesses(const JobConfig& job, std::vector<std::string> command, con
   if (options.quiet) command.push_back("-q");
   if (options.fault_kill_at_step > 0)
     command.insert(command.end(), {"--fault-kill-at-step", std::to_string(options.fault_kill_at_step)});
+  if (options.fault_overflow_at_step > 0)
+    command.insert(command.end(),
+                   {"--fault-overflow-at-step", std::to_string(options.fault_overflow_at_step)});
   HostRunOptions o;
   o.program = selfExecutable();
   o.worker_args = std::move(command);

@@ -20,6 +20,8 @@ int runEval(const EvalArgs& args) {
   ReplicaSet replicas(job.model, test->sampleShape(), test->classes(), builtinLayers(),
                       device.isCpu() ? resolveThreads(0) : 1, job.train.batch_size, device,
                       gpuLayerOptions(job.job, nullptr));
+  // The run's own arithmetic, so the score is the one its evaluations logged.
+  replicas.setPrecision(precisionNamed(job.job.precision));
   restoreCheckpoint(from.checkpoint, replicas.store(), replicas.buffers(), nullptr);
   // One process, whatever strategy trained the weights.
   EvalResult r = evaluateDataset(replicas, *test, job.train.eval_batch_size, job.data, Shard{0, 1}, {});

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       "Multi-host runs: this host's index among [cluster] hosts (default: found by address)");
   // Fault injection for the resume tests; not shown in --help.
   train_cmd->add_option("--fault-kill-at-step", train.fault_kill_at_step)->group("");
+  train_cmd->add_option("--fault-overflow-at-step", train.fault_overflow_at_step)->group("");
 
   CheckArgs check;
   auto* check_cmd =
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
       "--node", resume.node,
       "Multi-host runs: this host's index among [cluster] hosts (default: found by address)");
   resume_cmd->add_option("--fault-kill-at-step", resume.fault_kill_at_step)->group("");
+  resume_cmd->add_option("--fault-overflow-at-step", resume.fault_overflow_at_step)->group("");
   // How a host hands its workers the job it resolved; not shown in --help.
   resume_cmd->add_option("--resolved-job", resume.resolved_job)->group("");
 

@@ -14,12 +14,12 @@ std::string withCommas(int64_t v) {
   return s;
 }
 
-using Row = std::array<std::string, 6>;  // layer, type, config, output, params, FLOPs
+using Row = std::array<std::string, 8>;  // layer, type, config, output, params, FLOPs, forward, backward
 
 // Columns as wide as their longest entry (preset layer names run long);
 // the two number columns are right-aligned.
 std::string table(const std::vector<Row>& rows) {
-  std::array<size_t, 6> width{};
+  std::array<size_t, 8> width{};
   for (const Row& r : rows)
     for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
   std::string out;
@@ -27,7 +27,7 @@ std::string table(const std::vector<Row>& rows) {
     std::string line;
     for (size_t c = 0; c < r.size(); ++c) {
       const std::string pad(width[c] - r[c].size(), ' ');
-      line += c >= 4 ? pad + r[c] : r[c] + pad;
+      line += c == 4 || c == 5 ? pad + r[c] : r[c] + pad;
       if (c + 1 < r.size()) line += "  ";
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -40,8 +40,10 @@ std::string table(const std::vector<Row>& rows) {
 
 std::string modelSummary(const Model& model) {
   std::vector<Row> rows;
-  rows.push_back({"layer", "type", "config", "output", "params", "FLOPs/sample"});
-  rows.push_back({"input", "", "", model.inputShape().str(), "", ""});
+  const Precision precision = model.precision();
+  rows.push_back({"layer", "type", "config", "output", "params", "FLOPs/sample", "forward", "backward"});
+  rows.push_back({"input", "", "", model.inputShape().str(), "", "",
+                  isSixteenBit(precision) ? std::string("rounded to ") + precisionName(precision) : "", ""});
   int64_t total_params = 0;
   for (size_t i = 0; i < model.nodes().size(); ++i) {
     const auto& node = model.nodes()[i];
@@ -61,10 +63,13 @@ std::string modelSummary(const Model& model) {
             (from.empty() ? "" : ", ") + (in < 0 ? std::string("input") : model.nodes()[in].layer->name());
       config += (config.empty() ? "" : "; ") + std::string("of ") + from;
     }
+    // The arithmetic of each pass; a fused layer's is its producer's.
+    const PassPrecision passes = passPrecisionOf(node.layer->sixteenBitRole(), precision);
     rows.push_back({node.layer->name(), type, config, node.out_shape.str(), withCommas(params),
-                    withCommas(fused ? 0 : node.layer->forwardFlops())});
+                    withCommas(fused ? 0 : node.layer->forwardFlops()), fused ? "(fused)" : passes.forward,
+                    fused ? "(fused)" : passes.backward});
   }
-  rows.push_back({"total", "", "", "", withCommas(total_params), withCommas(model.forwardFlops())});
+  rows.push_back({"total", "", "", "", withCommas(total_params), withCommas(model.forwardFlops()), "", ""});
   return table(rows);
 }
 

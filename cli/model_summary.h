@@ -1,5 +1,6 @@
 // The model table `dtrain check` prints: each layer with its output shape,
-// parameter count and forward FLOPs per sample, and the totals.
+// parameter count, forward FLOPs per sample and the precision each pass
+// computes in (the model's, Model::precision), and the totals.
 #pragma once
 #include <string>
 

@@ -157,6 +157,7 @@ int runResume(const ResumeArgs& args) {
   options.terminal = ProgressDisplay::isTerminal(stdout);
   options.quiet = args.quiet;
   options.fault_kill_at_step = args.fault_kill_at_step;
+  options.fault_overflow_at_step = args.fault_overflow_at_step;
   if (auto assignment = workerAssignmentFromEnv()) return runResumeWorker(args, *assignment, options);
   if (auto code = resumeUnderLauncher(args, options)) return *code;
   int node = args.node;  // -1: runHost finds it by address

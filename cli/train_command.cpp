@@ -44,6 +44,7 @@ int runTrain(const TrainArgs& args) {
   options.terminal = ProgressDisplay::isTerminal(stdout);
   options.quiet = args.quiet;
   options.fault_kill_at_step = args.fault_kill_at_step;
+  options.fault_overflow_at_step = args.fault_overflow_at_step;
   // A worker started by a host's dtrain: the host has prepared the run directory.
   if (auto assignment = workerAssignmentFromEnv()) return runWorker(job, *assignment, nullptr, options);
   // Started by srun, mpirun or torchrun as one rank of the run.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/optim/loss_scaler.h"
 #include "core/optim/optimizer.h"
 #include "core/train/step_profile.h"
 #include "strategies/batch_norm_across_workers.h"
@@ -65,10 +66,19 @@ StepFigures CentralStorageStrategy::step(const StepInput& in) {
   if (gradients_->syncsBatchStats() && in.batch.global_size < worldSize()) return StepFigures{};
   const BatchFigures f = gradients_->compute(in);
   // The holder clips and updates; the others drop their (partial) gradients.
-  const StepFigures out = rank() == kHolder ? local_->update(in, f) : local_->skipUpdate(f);
+  LossScaler* scaler = local_->parts().loss_scaler;
+  const int64_t skipped_before = scaler ? scaler->state().skipped_steps : 0;
+  StepFigures out = rank() == kHolder ? local_->update(in, f) : local_->skipUpdate(f);
   PhaseSpan span(local_->parts().profile, DevicePhase::Communication);
   ParamStore& store = local_->parts().replicas->store();
   group_->broadcast(store.params().data(), store.size(), kHolder);
+  if (scaler && scaler->enabled()) {
+    // fp16: the holder alone saw the summed gradients; the others take its
+    // overflow decision, so every worker keeps the same loss scale.
+    float finite = scaler->state().skipped_steps == skipped_before ? 1.0f : 0.0f;
+    group_->broadcast(&finite, 1, kHolder);
+    if (rank() != kHolder) settleLossScale(local_->parts(), in, finite == 1.0f, out);
+  }
   return out;
 }
 

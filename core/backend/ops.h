@@ -196,4 +196,17 @@ void dropoutBackward(const float* dy, float* dx, int64_t rows, int64_t cols, flo
 double softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
                            float grad_scale, float* dlogits, int64_t* correct, float smoothing = 0.0f);
 
+// ------------------------------------------------------- 16-bit rounding --
+
+// The 16-bit float formats of [job] precision.
+enum class HalfFormat : uint8_t {
+  Bf16,  // bfloat16: fp32's range, 8 significant bits
+  Fp16,  // IEEE binary16: 11 significant bits, finite up to 65504, subnormal below 2^-14
+};
+
+// y[i] = x[i] rounded to the nearest value of `format` (ties to even), as a
+// float; x == y is allowed. Beyond the format's range a value becomes an
+// infinity of its sign (fp16: from 65520 up); a NaN stays a NaN.
+void roundTo16Bits(HalfFormat format, const float* x, float* y, int64_t n);
+
 }  // namespace dtrain::ops

@@ -18,8 +18,13 @@ struct JobSection {
   uint64_t seed = 42;
   int threads = 0;             // compute threads; 0 = one per core
   std::string device = "cpu";  // "auto" (cuda when a GPU is visible) | "cpu" | "cuda"
-  // GPU arithmetic of matrix products and convolutions: "fp32" (exact fp32,
-  // matches the CPU) | "tf32" (tensor cores: faster, ~3 decimal digits)
+  // The arithmetic (core/nn/precision.h): "fp32" (exact fp32, the GPU's
+  // matches the CPU's) | "tf32" (GPU matrix products on tensor cores: faster,
+  // ~3 decimal digits) | "bf16" | "fp16" (mixed precision: activations and
+  // their gradients in 16 bits, products summed in fp32; weights, their
+  // gradients, optimizer state and checkpoints fp32; fp16 with loss scaling,
+  // [train] loss_scale_*). bf16 and fp16 run on the CPU only in this version,
+  // as a reference path (the fp32 kernels on values rounded to the format).
   std::string precision = "fp32";
   // GPU: only deterministic convolution algorithms are candidates, so a run
   // and its resumes repeat bit for bit (the algorithms chosen are kept in the
@@ -108,6 +113,15 @@ struct TrainSection {
   double log_every_seconds = 5.0;  // plain progress lines when not on a terminal
   double grad_clip_norm = 0.0;     // 0 = no clipping
   double label_smoothing = 0.0;    // target = (1-s) one-hot + s/classes; in [0, 1)
+  // precision = "fp16": dynamic loss scaling. The loss, and so every
+  // gradient, is multiplied by the scale; a step whose gradients hold an inf
+  // or a NaN is skipped (no update; logged and counted in metrics.jsonl) and
+  // the scale multiplied by the backoff; after growth_interval finite steps
+  // in a row it is multiplied by the growth. Other precisions ignore them.
+  double loss_scale_initial = 65536;
+  int64_t loss_scale_growth_interval = 2000;
+  double loss_scale_backoff = 0.5;
+  double loss_scale_growth = 2.0;
 };
 
 struct OptimizerSection {

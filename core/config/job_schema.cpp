@@ -68,6 +68,10 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(train, log_every_seconds),
       DTRAIN_JOB_FIELD(train, grad_clip_norm),
       DTRAIN_JOB_FIELD(train, label_smoothing),
+      DTRAIN_JOB_FIELD(train, loss_scale_initial),
+      DTRAIN_JOB_FIELD(train, loss_scale_growth_interval),
+      DTRAIN_JOB_FIELD(train, loss_scale_backoff),
+      DTRAIN_JOB_FIELD(train, loss_scale_growth),
 
       DTRAIN_JOB_FIELD(optimizer, type),
       DTRAIN_JOB_FIELD(optimizer, lr),

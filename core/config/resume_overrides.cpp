@@ -32,7 +32,11 @@ const std::vector<std::string>& changeableTrainKeys() {
                                                 "checkpoint_every_steps",
                                                 "checkpoint_every_epoch",
                                                 "keep_last",
-                                                "log_every_seconds"};
+                                                "log_every_seconds",
+                                                "loss_scale_initial",
+                                                "loss_scale_growth_interval",
+                                                "loss_scale_backoff",
+                                                "loss_scale_growth"};
   return keys;
 }
 

@@ -97,7 +97,7 @@ class Checker {
 void checkJobSection(const Checker& c, const JobSection& s) {
   c.intRange("job.threads", s.threads, 0, 256);
   c.oneOf("job.device", s.device, {"auto", "cpu", "cuda"});
-  c.oneOf("job.precision", s.precision, {"fp32", "tf32"});
+  c.oneOf("job.precision", s.precision, {"fp32", "tf32", "bf16", "fp16"});
   c.intRange("job.gpu_workspace_mb", s.gpu_workspace_mb, 1, 65536);
 }
 
@@ -234,6 +234,27 @@ void checkTrain(const Checker& c, const TrainSection& t) {
   c.positive("train.log_every_seconds", t.log_every_seconds);
   c.nonNegative("train.grad_clip_norm", t.grad_clip_norm);
   c.fraction("train.label_smoothing", t.label_smoothing);
+  c.positive("train.loss_scale_initial", t.loss_scale_initial);
+  if (!(t.loss_scale_initial <= 1e30))
+    c.fail("train.loss_scale_initial", "must be at most 1e30" + Checker::got(t.loss_scale_initial));
+  c.intAtLeast("train.loss_scale_growth_interval", t.loss_scale_growth_interval, 1);
+  c.finite("train.loss_scale_backoff", t.loss_scale_backoff);
+  if (!(t.loss_scale_backoff > 0 && t.loss_scale_backoff < 1))
+    c.fail("train.loss_scale_backoff", "must be in (0, 1)" + Checker::got(t.loss_scale_backoff));
+  c.finite("train.loss_scale_growth", t.loss_scale_growth);
+  if (!(t.loss_scale_growth >= 1 && t.loss_scale_growth <= 1e6))
+    c.fail("train.loss_scale_growth", "must be in [1, 1e6]" + Checker::got(t.loss_scale_growth));
+}
+
+// fp16's loss scale is one for every worker: each step's overflow is decided
+// over gradients every worker sees (summed, or agreed on). A parameter
+// server's shards apply pushes the workers never compare.
+void checkPrecision(const Checker& c, const JobConfig& job) {
+  if (job.job.precision == "fp16" && job.strategy.type == "parameter_server")
+    c.failOr("job.precision", "strategy.type",
+             "\"fp16\" is not available with a parameter server (its shards apply pushes whose overflow no "
+             "worker compares, so the loss scale cannot be agreed on); use precision = \"bf16\", which needs no "
+             "loss scale, or another strategy");
 }
 
 void checkOptimizer(const Checker& c, const OptimizerSection& o) {
@@ -509,6 +530,7 @@ void validateJob(const JobConfig& job, bool under_launcher) {
   checkModel(c, job.model);
   checkData(c, job.data);
   checkTrain(c, job.train);
+  checkPrecision(c, job);
   checkOptimizer(c, job.optimizer);
   checkSchedule(c, job.schedule, job.optimizer.lr);
   checkStrategy(c, job.strategy, job.cluster, under_launcher);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/nn/precision.h"
 #include "core/tensor/tensor.h"
 
 namespace dtrain {
@@ -135,6 +136,12 @@ class Layer {
   // Multiply-adds count twice; per sample; valid after setup() (and after a
   // fuseActivation, which adds the activation's element ops).
   virtual int64_t forwardFlops() const { return 0; }
+  // What the layer computes between its 16-bit inputs and outputs when the
+  // model runs in bf16 or fp16 (core/nn/precision.h). A Product layer's
+  // parameters are rounded to 16 bits for each pass by the model (the layer
+  // reads them through its bound views as usual).
+  virtual SixteenBitRole sixteenBitRole() const { return SixteenBitRole::Elementwise; }
+
   // One-line description of the configuration for the model summary ("3x3/1 pad 1").
   virtual std::string describe() const { return ""; }
   // The algorithm computing a batch of `batch` samples, when the layer has a

@@ -236,19 +236,9 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const 
     }
     n.layer->bindBuffers(views);
   }
-  size_t entry = 0;
-  for (Node& n : nodes_) {
-    std::vector<Tensor> params, param_grads;
-    for (const ParamSpec& spec : n.layer->paramSpecs()) {
-      const ParamEntry& e = store.entries().at(entry);
-      if (e.name != n.layer->name() + "." + spec.name || e.shape != spec.shape)
-        throw Error("parameter layout mismatch at " + e.name);
-      params.push_back(store.view(store.params(), entry));
-      param_grads.push_back(store.view(grads, entry));
-      ++entry;
-    }
-    n.layer->bind(params, param_grads);
-  }
+  store_ = &store;
+  bound_grads_ = grads;
+  bindParams();
   capacity_ = capacity;
   act_storage_.clear();
   grad_storage_.clear();
@@ -279,6 +269,62 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const 
     scratch_storage_.push_back(Tensor::empty(Shape{scratch}, grads.device()));
   act_ = act_storage_;
   grad_ = grad_storage_;
+}
+
+void Model::bindParams() {
+  const ParamStore& store = *store_;
+  const bool sixteen = isSixteenBit(precision_);
+  if (sixteen && !bound_grads_.device().isCpu())
+    throw Error("[job] precision = \"" + std::string(precisionName(precision_)) +
+                "\" runs on the CPU only in this version (its GPU kernels are not built yet)");
+  rounded_ranges_.clear();
+  rounded_params_ = sixteen ? Tensor::zeros(Shape{std::max<int64_t>(store.size(), 1)}) : Tensor();
+  size_t entry = 0;
+  for (Node& n : nodes_) {
+    const bool rounded = sixteen && n.layer->sixteenBitRole() == SixteenBitRole::Product;
+    std::vector<Tensor> params, param_grads;
+    for (const ParamSpec& spec : n.layer->paramSpecs()) {
+      const ParamEntry& e = store.entries().at(entry);
+      if (e.name != n.layer->name() + "." + spec.name || e.shape != spec.shape)
+        throw Error("parameter layout mismatch at " + e.name);
+      params.push_back(store.view(rounded ? rounded_params_ : store.params(), entry));
+      param_grads.push_back(store.view(bound_grads_, entry));
+      if (rounded) rounded_ranges_.emplace_back(e.offset, e.shape.numel());
+      ++entry;
+    }
+    n.layer->bind(params, param_grads);
+  }
+}
+
+void Model::setPrecision(Precision precision) {
+  precision_ = precision;
+  if (store_) bindParams();
+}
+
+void Model::roundIn16Bits(Tensor& t) const {
+  if (isSixteenBit(precision_)) ops::roundTo16Bits(halfFormatOf(precision_), t.data(), t.data(), t.numel());
+}
+
+const std::vector<const Tensor*>& Model::readableInputs(const std::vector<const Tensor*>& inputs, bool round) {
+  if (inputs.size() != cut_inputs_.size())
+    throw Error("a model part of " + std::to_string(cut_inputs_.size()) + " inputs was given " +
+                std::to_string(inputs.size()));
+  readable_inputs_ = inputs;
+  if (!isSixteenBit(precision_)) return readable_inputs_;
+  rounded_input_storage_.resize(cut_inputs_.size());
+  rounded_inputs_.resize(cut_inputs_.size());
+  for (size_t k = 0; k < cut_inputs_.size(); ++k) {
+    // Results of earlier parts arrive rounded already; the network's input
+    // is rounded here, as a 16-bit path would store it.
+    if (cut_inputs_[k].name != "input") continue;
+    const Tensor& in = *inputs[k];
+    Tensor& storage = rounded_input_storage_[k];
+    if (storage.numel() < in.numel()) storage = Tensor::empty(Shape{in.numel()});
+    rounded_inputs_[k] = storage.narrow(0, in.numel()).reshape(in.shape());
+    if (round) ops::roundTo16Bits(halfFormatOf(precision_), in.data(), rounded_inputs_[k].data(), in.numel());
+    readable_inputs_[k] = &rounded_inputs_[k];
+  }
+  return readable_inputs_;
 }
 
 std::vector<const Tensor*> Model::inputsOf(const Node& node, const std::vector<const Tensor*>& inputs) const {
@@ -318,20 +364,31 @@ void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext
     act_[i] = act_storage_[i].narrow(0, n);
     grad_[i] = grad_storage_[i].narrow(0, n);
   }
+  const std::vector<const Tensor*>& in = readableInputs(inputs, /*round=*/true);
+  if (!rounded_ranges_.empty()) {
+    // The weights this pass multiplies with, as a 16-bit path casts them
+    // once per step: the current fp32 masters, rounded.
+    const float* master = store_->params().data();
+    float* rounded = rounded_params_.data();
+    for (const auto& [offset, count] : rounded_ranges_)
+      ops::roundTo16Bits(halfFormatOf(precision_), master + offset, rounded + offset, count);
+  }
   LayerContext c = ctx;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (alias_of_[i] >= 0) continue;
     c.layer_index = layer_index_[i];
     if (ctx.layer_timer) ctx.layer_timer->begin(static_cast<int>(i), false);
-    nodes_[i].layer->forward(inputsOf(nodes_[i], inputs), act_[i], c);
+    nodes_[i].layer->forward(inputsOf(nodes_[i], in), act_[i], c);
+    roundIn16Bits(act_[i]);
     if (ctx.layer_timer) ctx.layer_timer->end(static_cast<int>(i), false);
   }
 }
 
 void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& doutputs,
                      const std::vector<Tensor*>& dinputs, const LayerContext& ctx) {
+  const std::vector<const Tensor*>& in = readableInputs(inputs, /*round=*/false);  // as forward rounded them
   if (ctx.backward_part == BackwardPart::Params) {
-    backwardParams(inputs, ctx);
+    backwardParams(in, ctx);
     return;
   }
   const bool inputs_only = ctx.backward_part == BackwardPart::Inputs;
@@ -345,6 +402,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
   std::vector<int> written(nodes_.size(), 0);
   for (size_t k = 0; k < outputs_.size(); ++k) {
     grad_[outputs_[k]].copyFrom(*doutputs[k]);
+    roundIn16Bits(grad_[outputs_[k]]);
     written[outputs_[k]] = 1;
   }
   std::vector<int>& input_written = input_written_;
@@ -390,8 +448,15 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
     const bool split = inputs_only && node.layer->splitsBackward();
     c.backward_part = split ? BackwardPart::Inputs : BackwardPart::All;
     if (ctx.layer_timer) ctx.layer_timer->begin(i, true);
-    node.layer->backward(inputsOf(node, inputs), act_[i], grad_[i], din, c);
-    for (auto& [target, g] : to_add) target->add(g);
+    node.layer->backward(inputsOf(node, in), act_[i], grad_[i], din, c);
+    // A 16-bit path stores each input gradient, and each sum of two, in 16 bits.
+    if (isSixteenBit(precision_))
+      for (Tensor* d : din)
+        if (d) roundIn16Bits(*d);
+    for (auto& [target, g] : to_add) {
+      target->add(g);
+      roundIn16Bits(*target);
+    }
     if (ctx.layer_timer) ctx.layer_timer->end(i, true);
     if (ctx.backward_listener && !split) ctx.backward_listener->layerDone(i);
   }

@@ -14,6 +14,7 @@
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/param_store.h"
+#include "core/nn/precision.h"
 
 namespace dtrain {
 
@@ -73,6 +74,15 @@ class Model {
   // `grads` (the layers must be that device's: see core/nn/device_layers.h).
   void bind(const ParamStore& store, Tensor grads, int64_t capacity, const ParamStore* buffers = nullptr);
 
+  // The arithmetic of forward and backward (core/nn/precision.h); fp32 until
+  // set. In bf16 and fp16 (CPU only) the model rounds to the format every
+  // value a 16-bit path stores: the network input, each layer's result and
+  // each activation gradient (the loss's included), and, at the start of
+  // every forward, the Product layers' parameters into a copy of its own
+  // that those layers read; parameter gradients stay fp32. Before or after bind().
+  void setPrecision(Precision precision);
+  Precision precision() const { return precision_; }
+
   // Forward of `n` samples (n <= capacity); returns the output activations [n, ...].
   const Tensor& forward(const Tensor& input, const LayerContext& ctx);
   // Backward from the gradient of the loss w.r.t. the output (same shape as forward's
@@ -123,6 +133,14 @@ class Model {
   // Fuses add node i into the producer of its later input; returns whether it did.
   bool fuseResidualAdd(size_t i);
   void findTrainedPaths();
+  // Points the layers at the store's parameters (Product layers at the
+  // rounded copy in a 16-bit precision) and at the gradient buffer.
+  void bindParams();
+  // 16-bit precisions: rounds `t` in place to the format (no-op otherwise).
+  void roundIn16Bits(Tensor& t) const;
+  // The cut inputs as the layers read them: the network input rounded into a
+  // buffer of the model's in a 16-bit precision, the rest as given.
+  const std::vector<const Tensor*>& readableInputs(const std::vector<const Tensor*>& inputs, bool round);
 
   std::vector<Node> nodes_;                  // topological order; output last
   std::vector<ModelCut::Input> cut_inputs_;  // node input -1 - k is cut_inputs_[k]
@@ -140,6 +158,15 @@ class Model {
   // reading several shared nodes (an add of two branches) gets one for each.
   std::vector<Tensor> scratch_storage_;
   int64_t capacity_ = 0;
+  Precision precision_ = Precision::Fp32;
+  const ParamStore* store_ = nullptr;  // bound (bind()); null before
+  Tensor bound_grads_;
+  // 16-bit precisions: the Product layers' parameters rounded at each
+  // forward, and their (offset, count) ranges in the flat buffer.
+  Tensor rounded_params_;
+  std::vector<std::pair<int64_t, int64_t>> rounded_ranges_;
+  std::vector<Tensor> rounded_input_storage_, rounded_inputs_;  // per cut input: the network input's rounded copy
+  std::vector<const Tensor*> readable_inputs_;
 };
 
 }  // namespace dtrain

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <vector>
 
+#include <cmath>
+#include <cstdio>
+
 #include "core/backend/device_ops.h"
 #include "core/optim/grad_clip.h"
+#include "core/optim/loss_scaler.h"
 #include "core/optim/optimizer.h"
 #include "core/train/step_profile.h"
 
@@ -31,7 +35,7 @@ StepFigures LocalStep::runAlone(const StepInput& in) {
     return StepFigures{BatchFigures{}, true};
   }
   const BatchFigures f = computeGradients(in, nullptr);
-  if (!onDevice() && parts_.job->train.grad_clip_norm <= 0) {
+  if (!onDevice() && parts_.job->train.grad_clip_norm <= 0 && !lossScaled()) {
     sumUpdateAndClear(in);
     return StepFigures{f, false};
   }
@@ -40,8 +44,31 @@ StepFigures LocalStep::runAlone(const StepInput& in) {
 }
 
 BatchFigures LocalStep::computeGradients(const StepInput& in, BackwardListener* listener) {
-  const float grad_scale = 1.0f / static_cast<float>(in.batch.global_size);
-  return parts_.replicas->trainStep(in.batch, in.seed, grad_scale, listener);
+  return parts_.replicas->trainStep(in.batch, in.seed, gradientScale(in), listener);
+}
+
+bool LocalStep::lossScaled() const { return parts_.loss_scaler && parts_.loss_scaler->enabled(); }
+
+float LocalStep::gradientScale(const StepInput& in) const {
+  const float factor = parts_.loss_scaler ? parts_.loss_scaler->lossFactor(in.update) : 1.0f;
+  return factor / static_cast<float>(in.batch.global_size);
+}
+
+bool settleLossScale(const TrainingParts& parts, const StepInput& in, bool finite, StepFigures& out) {
+  if (!parts.loss_scaler || !parts.loss_scaler->enabled()) return true;
+  LossScaler& scaler = *parts.loss_scaler;
+  const double used = scaler.scale();
+  const bool goes_ahead = scaler.settle(finite);
+  out.extra.emplace_back("loss_scale", used);
+  out.extra.emplace_back("skipped_steps", static_cast<double>(scaler.state().skipped_steps));
+  if (!goes_ahead && parts.say) {
+    char line[192];
+    std::snprintf(line, sizeof line,
+                  "step %lld: fp16 gradients hold an inf or a NaN at loss scale %g: update skipped, scale now %g",
+                  static_cast<long long>(in.update), used, scaler.scale());
+    parts.say(line);
+  }
+  return goes_ahead;
 }
 
 void LocalStep::sumReplicas() {
@@ -74,6 +101,7 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   const StepInfo info{in.lr, in.update};
   PhaseSpan span(parts_.profile, DevicePhase::Optimizer);
   if (onDevice()) {
+    if (lossScaled()) throw Error("LocalStep: fp16 loss scaling runs on the CPU only in this version");
     if (clip_norm > 0) clip(clip_norm);
     parts_.optimizer->update(params, grads, 0, store.size(), info);
     replicas.grads().zero();
@@ -84,18 +112,34 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   }
   WorkerPool& pool = replicas.pool();
   auto range = [&](int t) { return WorkerPool::split(store.size(), pool.size(), t, 16); };
-  // The factor, then scaling, update and clearing in one pass.
-  const float factor = clip_norm > 0 ? clipFactorOnCpu(clip_norm) : 1.0f;
+  StepFigures out{figures, false};
+  // The factor (unscaling and clipping), then scaling, update and clearing in one pass.
+  float factor = 1.0f;
+  if (clip_norm > 0 || lossScaled()) {
+    double squares = sumOfSquaresOnCpu();
+    if (lossScaled()) {
+      // An inf or a NaN anywhere makes the sum one: the overflow check
+      // costs the pass clipping makes anyway.
+      const float unscale = parts_.loss_scaler->unscaleFactor();
+      if (!settleLossScale(parts_, in, std::isfinite(squares), out)) {
+        replicas.grads().zero();
+        return out;
+      }
+      squares *= static_cast<double>(unscale) * unscale;
+      factor = unscale;
+    }
+    if (clip_norm > 0) factor *= clipScale(squares, clip_norm);
+  }
   pool.run([&](int t) {
     auto [b, e] = range(t);
     if (factor != 1.0f) scale(grads, b, e, factor);
     parts_.optimizer->update(params, grads, b, e, info);
     std::fill(grads + b, grads + e, 0.0f);
   });
-  return StepFigures{figures, false};
+  return out;
 }
 
-float LocalStep::clipFactorOnCpu(double max_norm) {
+double LocalStep::sumOfSquaresOnCpu() {
   ReplicaSet& replicas = *parts_.replicas;
   const float* grads = replicas.grads().data();
   const int64_t n = replicas.store().size();
@@ -107,7 +151,7 @@ float LocalStep::clipFactorOnCpu(double max_norm) {
   });
   double total = 0;
   for (double p : partial) total += p;  // in thread order: the same sum every time
-  return clipScale(total, max_norm);
+  return total;
 }
 
 void LocalStep::clip(double max_norm) {
@@ -119,7 +163,7 @@ void LocalStep::clip(double max_norm) {
     device_ops::clipByNorm(parts_.device, grads, n, max_norm);
     return;
   }
-  const float factor = clipFactorOnCpu(max_norm);
+  const float factor = clipScale(sumOfSquaresOnCpu(), max_norm);
   if (factor == 1.0f) return;
   WorkerPool& pool = replicas.pool();
   pool.run([&](int t) {

@@ -16,6 +16,12 @@
 
 namespace dtrain {
 
+// fp16 (parts.loss_scaler on): the step's overflow decided from `finite`
+// (the complete gradients' check, the same on every worker) and a skipped
+// step logged; adds the scale and the steps skipped to `out`'s figures for
+// metrics.jsonl. Returns whether the update goes ahead (always when off).
+bool settleLossScale(const TrainingParts& parts, const StepInput& in, bool finite, StepFigures& out);
+
 class LocalStep {
  public:
   // How a GPU step's figures reach the host.
@@ -63,13 +69,18 @@ class LocalStep {
   // Scales replica 0's complete gradients to a global norm of at most
   // `max_norm` (core/optim/grad_clip.h's rule).
   void clip(double max_norm);
+  // The factor of the loss gradient of update `update`: 1 / (global batch)
+  // times the loss scale (fp16).
+  float gradientScale(const StepInput& in) const;
 
  private:
   // One process, no clipping, on the CPU: summing, update and clearing in one
   // pass over the buffers, chunk by chunk while they are in cache.
   void sumUpdateAndClear(const StepInput& in);
-  // The clipping factor of replica 0's gradients, summed on the compute threads.
-  float clipFactorOnCpu(double max_norm);
+  // The sum of squares of replica 0's gradients, summed on the compute
+  // threads in thread order (the same sum every time).
+  double sumOfSquaresOnCpu();
+  bool lossScaled() const;
 
   TrainingParts parts_;
   DeviceFigures device_figures_;

@@ -72,6 +72,10 @@ class ReplicaSet {
   void syncBatchStatsAcrossRanks(BatchStatsReducer::RankSum rank_sum);
   // Label smoothing of the training loss (evaluation reports the plain loss).
   void setLabelSmoothing(float smoothing) { label_smoothing_ = smoothing; }
+  // The arithmetic of every replica's passes ([job] precision; Model::setPrecision).
+  void setPrecision(Precision precision) {
+    for (Replica& r : replicas_) r.model->setPrecision(precision);
+  }
   // Times replica 0's layers, the batch's copy and the loss in training
   // passes (dtrain bench step); null: nothing is timed.
   void setProfile(StepProfile* profile) { profile_ = profile; }

@@ -24,6 +24,7 @@
 
 namespace dtrain {
 
+class LossScaler;
 class Optimizer;
 class StepProfile;
 
@@ -68,6 +69,9 @@ struct TrainingParts {
   Device device;
   ReplicaSet* replicas = nullptr;
   Optimizer* optimizer = nullptr;
+  // fp16's loss scale (off in other precisions): the loss gradient is
+  // multiplied by it, and the update decides each step's overflow with it.
+  LossScaler* loss_scaler = nullptr;
   GpuLayerOptions gpu_layers;                   // how the replica set's GPU layers were made (a GPU run)
   StepProfile* profile = nullptr;               // dtrain bench step; null in training
   std::function<void(const std::string&)> say;  // one line for the log (warnings)

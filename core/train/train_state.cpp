@@ -2,6 +2,8 @@
 
 #include <toml++/toml.h>
 
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "core/config/job_to_toml.h"
@@ -27,6 +29,16 @@ std::string trainStateToToml(const TrainState& state, const JobConfig& job) {
     << "rng = \"counter-based\"\n"
     << "seed = " << static_cast<int64_t>(job.job.seed) << "\n";
   if (state.best_test_accuracy >= 0) s << "best_test_accuracy = " << state.best_test_accuracy << "\n";
+  if (state.loss_scale > 0) {
+    char scale[40];
+    std::snprintf(scale, sizeof scale, "%.17g", state.loss_scale);
+    std::string text = scale;
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";  // a TOML float
+    s << "# fp16's dynamic loss scale, finite steps since it last changed, steps skipped\n"
+      << "loss_scale = " << text << "\n"
+      << "loss_scale_good_steps = " << state.loss_scale_good_steps << "\n"
+      << "skipped_steps = " << state.skipped_steps << "\n";
+  }
   s << "\n" << jobToToml(job);
   return s.str();
 }
@@ -53,6 +65,14 @@ void trainStateFromToml(const std::string& text, const std::string& origin, Trai
   state->epoch = need("epoch");
   state->position = need("position");
   state->best_test_accuracy = (*st)["best_test_accuracy"].value_or(-1.0);
+  if (st->contains("loss_scale")) {
+    const double scale = (*st)["loss_scale"].value_or(-1.0);
+    if (!(scale > 0 && std::isfinite(scale)))
+      throw CheckpointError(origin + ": [state] loss_scale must be a positive finite number");
+    state->loss_scale = scale;
+    state->loss_scale_good_steps = need("loss_scale_good_steps");
+    state->skipped_steps = need("skipped_steps");
+  }
   table.erase("state");
   *job = parseJobTable(table, origin);
 }

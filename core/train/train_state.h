@@ -18,6 +18,11 @@ struct TrainState {
   int64_t epoch = 0;     // the epoch in progress (0-based)
   int64_t position = 0;  // samples of that epoch's order already trained on
   double best_test_accuracy = -1;
+  // fp16 runs: the loss scaler's state (core/optim/loss_scaler.h); a scale
+  // of 0: none saved (another precision), a resume in fp16 starts afresh.
+  double loss_scale = 0;
+  int64_t loss_scale_good_steps = 0;
+  int64_t skipped_steps = 0;
 };
 
 std::string trainStateToToml(const TrainState& state, const JobConfig& job);

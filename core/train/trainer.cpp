@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "core/io/tensorboard_writer.h"
 #include "core/nn/layer_registry.h"
 #include "core/optim/lr_schedule.h"
+#include "core/optim/loss_scaler.h"
 #include "core/optim/optimizer.h"
 #include "core/train/checkpoint.h"
 #include "core/train/device_choice.h"
@@ -64,6 +66,7 @@ struct Trainer::Impl {
   std::unique_ptr<AlgorithmCache> algorithms;
   std::unique_ptr<ReplicaSet> replicas;
   std::unique_ptr<Optimizer> optimizer;
+  LossScaler loss_scaler;  // fp16's; off otherwise
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<BatchLoader> loader;
   std::unique_ptr<MetricsLog> metrics;
@@ -115,12 +118,17 @@ struct Trainer::Impl {
                                             builtinLayers(), device.isCpu() ? job.job.threads : 1,
                                             job.train.batch_size, whole_device, gpu_layers);
     replicas->setLabelSmoothing(static_cast<float>(job.train.label_smoothing));
+    replicas->setPrecision(precisionNamed(job.job.precision));
     if (opt.profile) {
       opt.profile->attach(replicas->model(), device, describeDevice(device));
       replicas->setProfile(opt.profile);
     }
     optimizer = makeOptimizer(job.optimizer);
     optimizer->init(replicas->store().size(), whole_device);
+    loss_scaler = LossScaler(job);
+    if (state.loss_scale > 0)  // a checkpoint of an fp16 run (a resume in fp16 goes on from it)
+      loss_scaler.restore({state.loss_scale, state.loss_scale_good_steps, state.skipped_steps});
+    if (opt.fault_overflow_at_step > 0) loss_scaler.overflowAt(opt.fault_overflow_at_step);
     if (resume) {
       restoreCheckpoint(*resume, replicas->store(), replicas->buffers(), optimizer.get());
     } else {
@@ -134,6 +142,7 @@ struct Trainer::Impl {
     parts.device = device;
     parts.replicas = replicas.get();
     parts.optimizer = optimizer.get();
+    parts.loss_scaler = &loss_scaler;
     parts.gpu_layers = gpu_layers;
     parts.profile = opt.profile;
     parts.say = [this](const std::string& line) { say(line); };
@@ -216,8 +225,10 @@ struct Trainer::Impl {
     if (strategy->worldSize() == 1) return;
     for (auto& [name, buffer] : optimizer->stateBuffers())
       if (buffer->numel() > 0) strategy->broadcastParameters(buffer->data(), buffer->numel());
-    int64_t where[6] = {state.step,           state.epoch,    state.position,
-                        last_checkpoint_step, last_eval_step, catch_up};
+    LossScaleState scale = loss_scaler.state();
+    int64_t where[9] = {state.step,     state.epoch, state.position, last_checkpoint_step, last_eval_step,
+                        catch_up,       0,           scale.good_steps, scale.skipped_steps};
+    std::memcpy(&where[6], &scale.scale, sizeof scale.scale);
     strategy->broadcastFromChief(where, sizeof where);
     state.step = where[0];
     state.epoch = where[1];
@@ -225,6 +236,10 @@ struct Trainer::Impl {
     last_checkpoint_step = where[3];
     last_eval_step = where[4];
     catch_up = where[5];
+    std::memcpy(&scale.scale, &where[6], sizeof scale.scale);
+    scale.good_steps = where[7];
+    scale.skipped_steps = where[8];
+    loss_scaler.restore(scale);  // one scale on every worker
   }
 
   void checkpoint(const char* why) {
@@ -236,6 +251,10 @@ struct Trainer::Impl {
       return;
     }
     strategy->collectState(replicas->store(), *optimizer);
+    const LossScaleState& scale = loss_scaler.state();
+    state.loss_scale = loss_scaler.enabled() ? scale.scale : 0;
+    state.loss_scale_good_steps = scale.good_steps;
+    state.skipped_steps = scale.skipped_steps;
     last_checkpoint = saveCheckpoint(job, state, replicas->store(), replicas->buffers(), *optimizer);
     saveAlgorithms();  // with those an evaluation timed
     if (tensorboard) tensorboard->flush();

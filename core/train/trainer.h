@@ -35,6 +35,9 @@ struct TrainerOptions {
   // Fault injection for tests: the process SIGKILLs itself right after this
   // step's update (before any checkpoint of that step). 0 = never.
   int64_t fault_kill_at_step = 0;
+  // Fault injection for tests: the loss gradient of this update is multiplied
+  // by infinity, as an fp16 overflow leaves it (LossScaler::overflowAt). 0 = never.
+  int64_t fault_overflow_at_step = 0;
   // How the workers train together (strategies/make_strategy.h): required.
   // Only the chief (rank 0) prints, writes metrics and checkpoints.
   std::shared_ptr<Strategy> strategy;

@@ -25,6 +25,7 @@ LocalPipeline::LocalPipeline(const Model& whole, const std::vector<LayerSpec>& s
     for (int c = 0; c < copies; ++c)
       stage->models.push_back(
           std::make_unique<Model>(stage->part.specs, stage->part.cut, registry, defaults));
+    for (auto& model : stage->models) model->setPrecision(whole.precision());  // the run's arithmetic
     stage->models[0]->registerParams(stage->store);
     stage->store.allocate();
     stage->models[0]->registerBuffers(stage->buffers);

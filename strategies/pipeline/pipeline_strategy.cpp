@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -13,6 +14,8 @@
 #include "core/nn/device_layers.h"
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
+#include "core/optim/loss_scaler.h"
+#include "core/train/local_step.h"
 #include "models/model_builder.h"
 #include "strategies/batch_norm_across_workers.h"
 #include "strategies/pipeline/pipeline_plan.h"
@@ -238,8 +241,10 @@ std::string PipelineStrategy::describeRun() const {
 
 StepFigures PipelineStrategy::step(const StepInput& in) {
   if (!worker_) throw Error("pipeline: step before attach");
-  const float scale = 1.0f / static_cast<float>(in.batch.global_size);
+  const float loss_factor = parts_.loss_scaler ? parts_.loss_scaler->lossFactor(in.update) : 1.0f;
+  const float scale = loss_factor / static_cast<float>(in.batch.global_size);
   const auto t0 = std::chrono::steady_clock::now();
+  StepFigures out;
   float busy_and_span[2] = {0, 0};
   const BatchFigures f = worker_->step(in.batch, in.update, in.seed, scale, *link_, [&](Op op) {
     // The pipeline's part of the step ends where its gradients are complete.
@@ -247,7 +252,7 @@ StepFigures PipelineStrategy::step(const StepInput& in) {
       busy_and_span[1] = std::chrono::duration<float>(std::chrono::steady_clock::now() - t0).count();
     if (op == Op::AllReduce && replicas_of_stage_)
       replicas_of_stage_->allReduceSum(worker_->grads().data(), worker_->grads().numel());
-    if (op == Op::Update) update(in);
+    if (op == Op::Update) update(in, out);
   });
   // The bubble, as GPipe counts it: the share of the stages' time (each the
   // slowest stage's span) not spent computing.
@@ -259,7 +264,7 @@ StepFigures PipelineStrategy::step(const StepInput& in) {
     busy += all[r];
     span = std::max(span, static_cast<double>(all[r + 1]));
   }
-  StepFigures out{f};
+  out.host = f;
   if (span > 0) out.extra.emplace_back("pipeline_bubble", 1.0 - busy / (worldSize() * span));
   // The automatic split, corrected once by what the stages measured running
   // together (steps after the first, whose allocations it would count).
@@ -281,18 +286,31 @@ BatchFigures PipelineStrategy::evaluateBatch(const Batch& batch) {
   return worker_->evaluate(batch, ++evaluations_, *link_);
 }
 
-void PipelineStrategy::update(const StepInput& in) {
+void PipelineStrategy::update(const StepInput& in, StepFigures& out) {
   Tensor& grads = worker_->grads();
   const int64_t n = grads.numel();
   const double clip_norm = parts_.job->train.grad_clip_norm;
-  if (clip_norm > 0) {
+  LossScaler* scaler = parts_.loss_scaler && parts_.loss_scaler->enabled() ? parts_.loss_scaler : nullptr;
+  if (clip_norm > 0 || scaler) {
     // The norm of the whole model's summed gradient: every stage's part, once
-    // (each stage's replicas hold the same sum).
+    // (each stage's replicas hold the same sum). An inf or a NaN in any
+    // stage's part makes it one on every rank: fp16's overflow, agreed on.
     const Device device = grads.device();
     double squares =
         device.isCpu() ? sumOfSquares(grads.data(), 0, n) : device_ops::sumOfSquares(device, grads.data(), n);
     all_->allReduceSum(&squares, 1);
-    const float factor = clipScale(squares / cfg_.replicas, clip_norm);
+    squares /= cfg_.replicas;
+    float factor = 1.0f;
+    if (scaler) {
+      const float unscale = scaler->unscaleFactor();
+      if (!settleLossScale(parts_, in, std::isfinite(squares), out)) {
+        grads.zero();
+        return;
+      }
+      squares *= static_cast<double>(unscale) * unscale;
+      factor = unscale;
+    }
+    if (clip_norm > 0) factor *= clipScale(squares, clip_norm);
     if (factor != 1.0f) {
       if (device.isCpu())
         scale(grads.data(), 0, n, factor);

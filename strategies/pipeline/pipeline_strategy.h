@@ -77,7 +77,9 @@ class PipelineStrategy : public Strategy {
   int replica() const { return rank() / cfg_.stages; }
 
  private:
-  void update(const StepInput& in);
+  // Clipping, fp16's unscaling and overflow check (agreed over every rank),
+  // the update; `out` hears the loss scale.
+  void update(const StepInput& in, StepFigures& out);
   // Each stage's values, from its first replica, into every rank's whole copies.
   void gather();
   // This rank's stage of `plan`: its worker, link, optimizer and values,

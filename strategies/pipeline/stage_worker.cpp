@@ -55,6 +55,7 @@ StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs
   const int copies = std::max(1, report.peak_in_flight.at(static_cast<size_t>(stage)));
   for (int c = 0; c < copies; ++c)
     models_.push_back(std::make_unique<Model>(part_.specs, part_.cut, registry, defaults));
+  for (auto& model : models_) model->setPrecision(whole.precision());  // the run's arithmetic
   models_[0]->registerParams(store_);
   store_.allocate(device);
   models_[0]->registerBuffers(buffers_);

@@ -60,6 +60,8 @@ class BatchNorm : public Layer, public ResidualAddFusion {
                                        const LayerDefaults& defaults);
 
   std::string type() const override { return "batch_norm"; }
+
+  SixteenBitRole sixteenBitRole() const override { return SixteenBitRole::Normalisation; }
   Shape setup(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> paramSpecs() const override;
   void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;

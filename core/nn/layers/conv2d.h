@@ -65,6 +65,7 @@ class Conv2d : public Layer {
 
   // "conv2d", or "depthwise_conv2d" for a layer made by that type (also on a GPU).
   std::string type() const override { return config_.depth_multiplier > 0 ? "depthwise_conv2d" : "conv2d"; }
+  SixteenBitRole sixteenBitRole() const override { return SixteenBitRole::Product; }
   Shape setup(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> paramSpecs() const override;
   void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;

@@ -25,6 +25,8 @@ class Dense : public Layer {
                                        const LayerDefaults& defaults);
 
   std::string type() const override { return "dense"; }
+
+  SixteenBitRole sixteenBitRole() const override { return SixteenBitRole::Product; }
   Shape setup(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> paramSpecs() const override;
   void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;

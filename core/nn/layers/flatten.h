@@ -15,6 +15,8 @@ class Flatten : public Layer {
                                        const LayerDefaults& defaults);
 
   std::string type() const override { return "flatten"; }
+
+  SixteenBitRole sixteenBitRole() const override { return SixteenBitRole::Reshape; }
   Shape setup(const std::vector<Shape>& inputs) override;
   void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
