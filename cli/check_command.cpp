@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/model_summary.h"
 #include "cli/tf_config_report.h"
+#include "core/backend/cpu/openblas_kernels.h"
 #include "core/config/job_to_toml.h"
 #include "core/config/parse_job.h"
 #include "core/config/tf_config_plan.h"
@@ -40,7 +41,8 @@ int runCheck(const CheckArgs& args) {
   std::printf("# data: %lld training and %lld test samples of %s, %lld classes\n",
               static_cast<long long>(data.train_samples), static_cast<long long>(data.test_samples),
               data.sample_shape.str().c_str(), static_cast<long long>(data.classes));
-  std::printf("# device: %s\n", describeDevice(device).c_str());
+  std::printf("# device: %s; CPU matrix products: OpenBLAS's %s kernels\n", describeDevice(device).c_str(),
+              openblasCoreName());
   if (tf_config) std::printf("%s", tfConfigReport(*tf_config, job).c_str());
   std::printf("# precision: %s\n", describePrecision(job).c_str());
   std::printf("# model\n%s", modelSummary(*model).c_str());

@@ -7,10 +7,14 @@
 #include "cli/bench_command.h"
 #include "cli/bench_step_command.h"
 #include "cli/commands.h"
+#include "core/backend/cpu/openblas_kernels.h"
 #include "core/errors.h"
 
 int main(int argc, char** argv) {
   using namespace dtrain::cli;
+  // Before anything runs: an OpenBLAS that fell back to pre-AVX2 kernels on a
+  // CPU it does not know gets Haswell's (the program starts again once).
+  dtrain::pinOpenblasKernels(argv);
   // When a peer dies its sockets close; a write to one must come back as EPIPE, which the
   // collective reports by naming the peer, not kill this process with SIGPIPE (and hide
   // which host failed). Workers are this binary too and inherit the setting across exec.

@@ -54,7 +54,8 @@ struct ModelSection {
   double dropout = 0.0;                      // mlp: dropout after each hidden relu (0 = none)
   std::string init = "he";                   // "he" | "glorot": weight initialisation
   // resnet: 20, 32, 56 (CIFAR-style, 6n+2 layers: 3 stages of 16/32/64 filters)
-  // or 18 (ImageNet-style ResNet-18, for larger images)
+  // or 18, 34 (basic blocks), 50, 101, 152 (bottleneck blocks): torchvision's
+  // ImageNet-style ResNets, for larger images
   int64_t depth = 20;
   double width = 1.0;             // mobilenet_v2: width multiplier of every layer's channels
   std::vector<LayerSpec> layers;  // explicit layer list (instead of a preset)

@@ -17,7 +17,7 @@ namespace dtrain {
 const char* const kResumeChangeable =
     "[strategy], [cluster], job.threads, job.device, job.precision, job.deterministic, job.gpu_workspace_mb, "
     "job.cuda_graphs, "
-    "train.steps, train.epochs and the eval, checkpoint and log cadence";
+    "train.steps, train.epochs, train.loss_scale_* and the eval, checkpoint and log cadence";
 
 namespace {
 

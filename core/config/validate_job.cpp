@@ -131,9 +131,12 @@ void checkModel(const Checker& c, const ModelSection& m) {
         c.fail("model.hidden", "entries must be > 0 (got " + std::to_string(m.hidden[i]) + " at index " +
                                    std::to_string(i) + ")");
   }
-  if (m.preset == "resnet" && !(m.depth == 18 || (m.depth >= 8 && (m.depth - 2) % 6 == 0)))
+  const bool imagenet_depth =
+      m.depth == 18 || m.depth == 34 || m.depth == 50 || m.depth == 101 || m.depth == 152;
+  if (m.preset == "resnet" && !(imagenet_depth || (m.depth >= 8 && (m.depth - 2) % 6 == 0)))
     c.fail("model.depth",
-           "must be 18 (ResNet-18) or 6n+2 for a CIFAR-style ResNet: 20, 32, 44, 56, 110 (got " +
+           "must be 18, 34, 50, 101 or 152 (torchvision's ResNets) or 6n+2 for a CIFAR-style ResNet: 20, 32, 44, "
+           "56, 110 (got " +
                std::to_string(m.depth) + ")");
   c.finite("model.width", m.width);
   if (!(m.width >= 0.1 && m.width <= 4)) c.fail("model.width", "must be in [0.1, 4]" + Checker::got(m.width));
@@ -247,14 +250,20 @@ void checkTrain(const Checker& c, const TrainSection& t) {
 }
 
 // fp16's loss scale is one for every worker: each step's overflow is decided
-// over gradients every worker sees (summed, or agreed on). A parameter
-// server's shards apply pushes the workers never compare.
+// over gradients every worker sees (summed, or agreed on). A synchronous
+// parameter server's shards see every slice's overflow before they apply an
+// update; asynchronous ones apply pushes no other worker ever compares.
 void checkPrecision(const Checker& c, const JobConfig& job) {
-  if (job.job.precision == "fp16" && job.strategy.type == "parameter_server")
-    c.failOr("job.precision", "strategy.type",
-             "\"fp16\" is not available with a parameter server (its shards apply pushes whose overflow no "
-             "worker compares, so the loss scale cannot be agreed on); use precision = \"bf16\", which needs no "
-             "loss scale, or another strategy");
+  if (job.job.precision != "fp16" || job.strategy.type != "parameter_server") return;
+  if (job.strategy.consistency != "sync")
+    c.failOr("job.precision", "strategy.consistency",
+             "\"fp16\" needs a parameter server with consistency = \"sync\" (asynchronous workers never agree "
+             "on a step's overflow, so their loss scales would part); use precision = \"bf16\", which needs no "
+             "loss scale, or consistency = \"sync\"");
+  if (job.strategy.gradient_push == "during_backward")
+    c.failOr("job.precision", "strategy.gradient_push",
+             "\"fp16\" pushes gradients after backward (a part sent during it cannot be unscaled yet); use "
+             "gradient_push = \"auto\" or \"after_backward\"");
 }
 
 void checkOptimizer(const Checker& c, const OptimizerSection& o) {

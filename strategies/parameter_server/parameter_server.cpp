@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -9,7 +10,10 @@
 
 #include "core/comm/lost_ranks.h"
 #include "core/errors.h"
+#include "core/optim/grad_clip.h"
+#include "core/optim/loss_scaler.h"
 #include "core/optim/optimizer.h"
+#include "core/train/local_step.h"
 #include "core/train/step_profile.h"
 #include "core/util/seconds.h"
 #include "strategies/batch_norm_across_workers.h"
@@ -59,7 +63,10 @@ bool ParameterServerStrategy::syncsBatchStats() const {
 void ParameterServerStrategy::attach(const TrainingParts& parts) {
   local_ = std::make_unique<LocalStep>(parts, /*record_graphs=*/false);
   ReplicaSet& replicas = *parts.replicas;
-  if (consistency_ == "sync" && !local_->onDevice() &&
+  // fp16's pushes leave whole: a part sent during backward could not be
+  // unscaled yet, nor its overflow known.
+  const bool loss_scaled = parts.loss_scaler && parts.loss_scaler->enabled();
+  if (consistency_ == "sync" && !local_->onDevice() && !loss_scaled &&
       parts.job->strategy.gradient_push != "after_backward") {
     // Synchronous pushes leave in parts while backward runs, bucket by bucket
     // as mirrored's all-reduce does, so the shards sum and apply the last
@@ -208,6 +215,7 @@ StepFigures ParameterServerStrategy::stepTogether(const StepInput& in, int64_t b
   out.agreed = true;
   out.stop = all.stop;
   out.extra = measuredFigures();
+  settleLossScale(parts, in, all.overflows == 0, out);  // the shards skipped an update any slice overflowed in
   return out;
 }
 
@@ -235,13 +243,24 @@ void ParameterServerStrategy::computeWholeAndPush(const StepInput& in, int64_t b
   const BatchFigures f = local_->computeGradients(in, nullptr);
   local_->sumReplicas();
   if (!local_->onDevice()) {
-    shards_->push(pushes_, in.lr, replicas.grads().data(), batch, slice, sliceFiguresOf(f, in.stop));
+    ps::SliceFigures figures = sliceFiguresOf(f, in.stop);
+    figures.overflows = unscaleForPush() ? 0 : 1;
+    shards_->push(pushes_, in.lr, replicas.grads().data(), batch, slice, figures);
     return;
   }
   // This worker's own slice is sent again from here if no answer comes (a
   // lost worker's, pushed after it, is copied by the push).
   host_grads_ = replicas.grads().to(Device::cpu());
   shards_->push(pushes_, in.lr, host_grads_.data(), batch, slice, sliceFiguresOf(slicesFigures(), in.stop));
+}
+
+bool ParameterServerStrategy::unscaleForPush() {
+  LossScaler* scaler = local_->parts().loss_scaler;
+  if (!scaler || !scaler->enabled()) return true;
+  Tensor& grads = local_->parts().replicas->grads();
+  const bool finite = std::isfinite(sumOfSquares(grads.data(), 0, grads.numel()));
+  scale(grads.data(), 0, grads.numel(), scaler->unscaleFactor());
+  return finite;
 }
 
 bool ParameterServerStrategy::pushInPlace() {

@@ -16,7 +16,7 @@ namespace dtrain::ps {
 namespace {
 
 constexpr uint32_t kMagic = 0x31535044;  // "DPS1"
-constexpr uint16_t kVersion = 4;
+constexpr uint16_t kVersion = 5;
 
 // The header as it travels: fixed layout, little-endian hosts only (x86-64
 // and aarch64 Linux, what dtrain builds for).
@@ -42,8 +42,10 @@ struct WireHeader {
   double loss_sum;
   double correct;
   double samples;
+  int32_t overflows;
+  int32_t unused_tail;
 };
-static_assert(sizeof(WireHeader) == 120, "the wire header has a fixed size");
+static_assert(sizeof(WireHeader) == 128, "the wire header has a fixed size");
 
 bool knownKind(uint8_t k) { return k >= 1 && k <= 10; }
 
@@ -69,6 +71,7 @@ WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   w.loss_sum = h.figures.loss_sum;
   w.correct = h.figures.correct;
   w.samples = h.figures.samples;
+  w.overflows = h.figures.overflows;
   return w;
 }
 
@@ -141,7 +144,7 @@ Header headerOf(const WireHeader& w) {
   h.slice = w.slice;
   h.live = w.live;
   h.offset = w.offset;
-  h.figures = SliceFigures{w.loss_sum, w.correct, w.samples, w.stop};
+  h.figures = SliceFigures{w.loss_sum, w.correct, w.samples, w.stop, w.overflows};
   return h;
 }
 

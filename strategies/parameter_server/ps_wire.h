@@ -40,11 +40,16 @@ struct SliceFigures {
   double correct = 0;
   double samples = 0;
   int32_t stop = 0;
+  // fp16: slices whose (unscaled) gradient holds an inf or a NaN; a shard
+  // skips an update any slice overflowed in, and every worker's loss scale
+  // backs off alike.
+  int32_t overflows = 0;
   SliceFigures& operator+=(const SliceFigures& o) {
     loss_sum += o.loss_sum;
     correct += o.correct;
     samples += o.samples;
     stop = stop ? stop : o.stop;
+    overflows += o.overflows;
     return *this;
   }
 };

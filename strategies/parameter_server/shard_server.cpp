@@ -406,10 +406,15 @@ void ShardServer::applyPending() {
   }
   if (at < n) left.emplace_back(at, n);
   for (const auto& [begin, end] : left) sumRange(begin, end);
+  // fp16: a slice whose gradient overflowed spoils the update; every shard
+  // sees every slice's figures, so all of them skip it (the parameters stay).
+  int32_t overflows = 0;
+  for (const ps::SliceFigures& f : figures_) overflows += f.overflows;
+  if (overflows > 0) left.clear();
   // Clipped by the global norm of the summed gradient, as one process clips
   // its gradient: every shard adds its part of the sum of squares.
   const double clip_norm = job_.train.grad_clip_norm;
-  if (clip_norm > 0) {
+  if (clip_norm > 0 && overflows == 0) {
     double sum_of_squares = dtrain::sumOfSquares(summed_.data(), 0, n);
     if (exchange_norms_) sum_of_squares = exchange_norms_(version_ + 1, sum_of_squares);
     dtrain::scale(summed_.data(), 0, n, clipScale(sum_of_squares, clip_norm));

@@ -93,8 +93,8 @@ TEST_CASE("resume --set of a key the checkpoint was trained with is refused in o
   const std::string tail =
       " cannot change on resume: the checkpoint was trained with it; start a new run with `dtrain train` to "
       "change it (resume may change [strategy], [cluster], job.threads, job.device, job.precision, "
-      "job.deterministic, job.gpu_workspace_mb, job.cuda_graphs, train.steps, train.epochs and the eval, "
-      "checkpoint and log cadence)";
+      "job.deterministic, job.gpu_workspace_mb, job.cuda_graphs, train.steps, train.epochs, train.loss_scale_* "
+      "and the eval, checkpoint and log cadence)";
   JobConfig job = saved();
   CHECK(configErrorOf([&] { applyResumeOverrides(job, {"model.preset=cnn"}); }) ==
         "--set model.preset=cnn: [model] preset" + tail);
@@ -200,8 +200,8 @@ TEST_CASE("resume --job refuses a file that differs elsewhere, naming the first 
       "[optimizer]\ntype = \"adamw\"\nlr = 0.01\n";
   const std::string tail =
       "; resume takes only [strategy], [cluster], job.threads, job.device, job.precision, job.deterministic, "
-      "job.gpu_workspace_mb, job.cuda_graphs, train.steps, train.epochs and the eval, checkpoint and log "
-      "cadence from --job FILE: make the rest match, or start a new run with `dtrain train`";
+      "job.gpu_workspace_mb, job.cuda_graphs, train.steps, train.epochs, train.loss_scale_* and the eval, "
+      "checkpoint and log cadence from --job FILE: make the rest match, or start a new run with `dtrain train`";
   CHECK(configErrorOf([&] { withChangesFrom(saved(), parseJobString(changed_lr, "next.toml")); }) ==
         "next.toml:15:6: [optimizer] lr is 0.01 here, but the checkpoint was trained with 0.003" + tail);
   // A key left at its default is named at the file.

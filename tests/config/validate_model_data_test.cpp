@@ -41,8 +41,9 @@ std::string imageFolderError(const std::string& dir, const std::string& data_lin
 TEST_CASE("resnet depth and mobilenet width are checked") {
   CHECK(
       modelError("preset = \"resnet\"\ndepth = 21\n")
-          .find("[model] depth must be 18 (ResNet-18) or 6n+2 for a CIFAR-style ResNet: 20, 32, 44, 56, 110 "
-                "(got 21)") != std::string::npos);
+          .find("[model] depth must be 18, 34, 50, 101 or 152 (torchvision's ResNets) or 6n+2 for a CIFAR-style "
+                "ResNet: 20, 32, 44, 56, 110 (got 21)") != std::string::npos);
+  CHECK(modelError("preset = \"resnet\"\ndepth = 50\n") == "(no ConfigError)");
   CHECK(modelError("preset = \"resnet\"\ndepth = 56\n") == "(no ConfigError)");
   CHECK(modelError("preset = \"mobilenet_v2\"\nwidth = 0\n")
             .find("[model] width must be in [0.1, 4] (got 0.0)") != std::string::npos);

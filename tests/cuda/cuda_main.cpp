@@ -5,9 +5,11 @@
 
 #include <cstdio>
 
+#include "core/backend/cpu/openblas_kernels.h"
 #include "core/backend/device_query.h"
 
 int main(int argc, char** argv) {
+  dtrain::pinOpenblasKernels(argv);  // the CPU side of each comparison, as dtrain computes it
   if (dtrain::visibleCudaDevices() == 0) {
     std::printf("no CUDA device visible: CUDA tests skipped\n");
     return 77;

@@ -77,9 +77,21 @@ TEST_CASE("resnet: depth 18 is torchvision's ResNet-18") {
   CHECK(r18.output == Shape{1000});
 }
 
-TEST_CASE("resnet: a depth that is not 18 or 6n+2 is refused") {
+TEST_CASE("resnet: depths 34, 50, 101 and 152 are torchvision's, 50 and up with bottleneck blocks") {
+  Built r50 = build(resnet(50), Shape{3, 224, 224}, 1000);
+  CHECK(r50.params == 25557032);
+  CHECK(r50.types["conv2d"] == 1 + 16 * 3 + 4);  // stem, 3 per block, a projection opening each stage
+  CHECK(r50.types["batch_norm"] == 53);
+  CHECK(r50.types["add"] == 16);
+  CHECK(r50.output == Shape{1000});
+  CHECK(build(resnet(34), Shape{3, 224, 224}, 1000).params == 21797672);
+  CHECK(build(resnet(101), Shape{3, 224, 224}, 1000).params == 44549160);
+  CHECK(build(resnet(152), Shape{3, 224, 224}, 1000).params == 60192808);
+}
+
+TEST_CASE("resnet: a depth that is not torchvision's or 6n+2 is refused") {
   CHECK_THROWS_WITH_AS(build(resnet(21), Shape{3, 32, 32}, 10),
-                       doctest::Contains("not a ResNet depth; use 18, or 6n+2"), ConfigError);
+                       doctest::Contains("not a ResNet depth; use 18, 34, 50, 101 or 152, or 6n+2"), ConfigError);
 }
 
 TEST_CASE("mobilenet_v2: width 1.0 at 1000 classes has torchvision's 3,504,872 parameters") {

@@ -99,21 +99,34 @@ TEST_CASE("fp16: an overflow skips exactly that step and halves the scale; a res
         readFile(dir / "a/checkpoints/latest/model.safetensors"));
 }
 
-TEST_CASE("fp16 on 2 mirrored workers: every worker skips the step and keeps one scale") {
-  TempDir dir("fp16_mirrored");
-  const std::string strategy = "[strategy]\ntype = \"mirrored\"\nworkers = 2\n";
+TEST_CASE("fp16 on 2 workers (mirrored, central storage, a sync parameter server): the step skipped, one scale") {
+  // The overflow is injected on every worker: each must skip that update
+  // and keep the scale one process keeps, ending on its very weights.
+  TempDir dir("fp16_workers");
   writeFile(dir / "one.toml", precisionJob(dir / "one", "fp16"));
-  writeFile(dir / "two.toml", oneThread(precisionJob(dir / "two", "fp16", strategy)));
-  for (const char* run : {"one.toml", "two.toml"}) {
-    RunResult r = runDtrain({"train", dir / run, "-q", "--fault-overflow-at-step", "4", "--set", "train.steps=12",
-                             "--set", "train.loss_scale_growth_interval=2"});
+  auto run = [&](const std::string& name) {
+    RunResult r = runDtrain({"train", dir / (name + ".toml"), "-q", "--fault-overflow-at-step", "4", "--set",
+                             "train.steps=12", "--set", "train.loss_scale_growth_interval=2"});
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
+  };
+  run("one");
+  const auto one = trainLines(dir / "one");
+  CHECK(number(one.at(4), "skipped_steps") == 1);
+  for (const std::string type : {"mirrored", "central_storage", "parameter_server"}) {
+    CAPTURE(type);
+    writeFile(dir / (type + ".toml"),
+              oneThread(precisionJob(dir / type, "fp16", "[strategy]\ntype = \"" + type + "\"\nworkers = 2\n")));
+    run(type);
+    CHECK(readFile(dir / (type + "/checkpoints/latest/model.safetensors")) ==
+          readFile(dir / "one/checkpoints/latest/model.safetensors"));
+    const auto lines = trainLines(dir / type);
+    for (int64_t step : {4, 5, 12}) {
+      CAPTURE(step);
+      CHECK(number(lines.at(step), "loss_scale") == number(one.at(step), "loss_scale"));
+      CHECK(number(lines.at(step), "skipped_steps") == 1);
+    }
   }
-  CHECK(readFile(dir / "two/checkpoints/latest/model.safetensors") ==
-        readFile(dir / "one/checkpoints/latest/model.safetensors"));
-  CHECK(number(trainLines(dir / "two").at(12), "loss_scale") == number(trainLines(dir / "one").at(12), "loss_scale"));
-  CHECK(number(trainLines(dir / "two").at(12), "skipped_steps") == 1);
 }
 
 TEST_CASE("fp32 -> bf16 -> fp32 across resumes: the bf16 leg resumes exactly and its checkpoints stay fp32") {
@@ -239,7 +252,10 @@ TEST_CASE("precision settings that cannot run fail in one line naming the key") 
   };
   const std::vector<Bad> bad = {
       {{"job.precision=fp8"}, "[job] precision must be one of 'fp32', 'tf32', 'bf16', 'fp16'"},
-      {{"job.precision=fp16", "strategy.type=parameter_server"}, "\"fp16\" is not available with a parameter server"},
+      {{"job.precision=fp16", "strategy.type=parameter_server", "strategy.consistency=async"},
+       "\"fp16\" needs a parameter server with consistency = \"sync\""},
+      {{"job.precision=fp16", "strategy.type=parameter_server", "strategy.gradient_push=during_backward"},
+       "\"fp16\" pushes gradients after backward"},
       {{"train.loss_scale_backoff=1.5"}, "[train] loss_scale_backoff must be in (0, 1)"},
       {{"train.loss_scale_growth_interval=0"}, "[train] loss_scale_growth_interval must be > 0"},
       {{"train.loss_scale_initial=-1"}, "[train] loss_scale_initial must be > 0"},
