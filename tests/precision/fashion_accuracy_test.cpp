@@ -50,7 +50,7 @@ TEST_CASE("bf16 ends within 0.3 points of fp32's test accuracy: the cnn and ResN
     TempDir dir("fashion_bf16");
     const double fp32 = accuracyOf(dir, run.config, "fp32", run.sets);
     const double bf16 = accuracyOf(dir, run.config, "bf16", run.sets);
-    MESSAGE(run.config, ": fp32 ", fp32, ", bf16 ", bf16);
+    MESSAGE(std::string(run.config), ": fp32 ", fp32, ", bf16 ", bf16);
     CHECK(std::fabs(bf16 - fp32) <= 0.003);
     CHECK(fp32 > 0.85);  // both trained: the comparison means something
   }
