@@ -8,13 +8,22 @@ Configurations (bar on dtrain images/s / PyTorch images/s):
   mlp4096 >= 1.3  mlp preset, batch 4096     }
   resnet20 >= 1.5      ResNet-20 (CIFAR, 6n+2), synthetic 3x32x32, 10 classes, batch 128
   mobilenet_v2 >= 1.5  MobileNetV2 width 1.0, synthetic 3x96x96, 10 classes, batch 64
+Mixed precision, both programs in bf16 (synthetic data; 224 px: 3x224x224, 1000 classes):
+  resnet50_bf16 >= 1.3          ResNet-50 (torchvision's, v1.5), 224 px, batch 64
+  mobilenet_v2_224_bf16 >= 1.3  MobileNetV2 width 1.0, 224 px, batch 64
+  resnet20_bf16 >= 1.5          ResNet-20 as resnet20, batch 128
+  resnet50_fp32, resnet50_tf32  no bar: dtrain alone in fp32 and in tf32, against the
+                                PyTorch bf16 figure of resnet50_bf16 (the gap to close)
 Both programs train the same network (scripts/bench/peer_models.py and model_peers.py mirror
-dtrain's presets) with SGD momentum 0.9, lr 0.05, softmax cross-entropy, fp32, TF32 off.
-dtrain runs with its defaults for everything the job does not name (convolution algorithms,
-deterministic, gpu_workspace_mb).
+dtrain's presets) with SGD momentum 0.9, lr 0.05, softmax cross-entropy; fp32 with TF32 off
+unless the configuration names another precision. dtrain runs with its defaults for
+everything the job does not name (convolution algorithms, deterministic, gpu_workspace_mb).
+The 224 px configurations warm up for at most 10 steps and calibrate on 20, to keep their
+runs within the time box.
 
-  dtrain   `dtrain train` of a generated job (device cuda, precision fp32; the jobs are
-           complete files: --write-jobs DIR writes them alone). images/s = the samples of
+  dtrain   `dtrain train` of a generated job (device cuda; [job] precision as the configuration
+           names it, the key that `--set job.precision=bf16` sets; the jobs are complete
+           files: --write-jobs DIR writes them alone). images/s = the samples of
            the steps after the warm-up / the wall time between the end of the warm-up's
            last step and the end of the last step (metrics.jsonl "time"). A first short
            run per configuration (not counted) finds how many steps fill --seconds.
@@ -25,6 +34,12 @@ deterministic, gpu_workspace_mb).
            between two torch.cuda.synchronize() calls; images/s = images / that time.
            Each configuration's model and optimizer are built once and keep training
            from one round to the next; the caching allocator is emptied after each run.
+           bf16: torch.autocast("cuda", dtype=torch.bfloat16) around forward and loss, the
+           model and the batches in torch.channels_last (fp32 weights, gradients and SGD).
+A dtrain that refuses the precision on the GPU (exit status 2 and a one-line error naming
+the precision; this version refuses bf16 and fp16 there) leaves its side UNMEASURED with
+that line as the reason: PyTorch's side is still measured, and the bar's result is
+UNMEASURED, not FAIL.
 Runs alternate within each configuration (dtrain first in even rounds, PyTorch first in odd
 ones), configurations one after another; each figure is the median over the rounds, and a
 bar needs at least --min-rounds of them. When a round would end past --budget, the timed
@@ -33,11 +48,15 @@ then is not started.
 
 Also measured:
   ceiling     the GPU's fp32 matrix-product rate: torch.matmul 8192^3, TF32 off, median of
-              10 timed with CUDA events.
+              10 timed with CUDA events; also of bf16 and of tf32 (TF32 on) 8192^3 products
+              timed the same way when a configuration runs in that precision.
   TFLOP/s     per configuration and program: 3 x forward FLOPs per image x images/s
               (backward counted as twice the forward; forward FLOPs from `dtrain check`,
               else the products alone from scripts/bench/model_flops.py), and its share
-              of the ceiling.
+              of the ceiling of the precision that program ran in.
+  memory      per configuration, PyTorch's peak device memory during the timed steps
+              (torch.cuda.max_memory_allocated, less what the other configurations' models
+              hold); dtrain reports no device-memory figure, so its side is UNMEASURED.
   GPU busy    `nvidia-smi dmon -s u` (SM %, one sample a second) during one more dtrain run
               of mlp4096 lasting --busy-seconds; the samples whose whole second lies
               between the end of the warm-up and the last step count; bar: median >= 90%.
@@ -68,6 +87,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import model_flops  # noqa: E402
+from model_flops import conv_flops, conv_out  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DATA_DIRS = [os.path.join(ROOT, ".gpu-deps", "root", "usr", "share", "datasets", "fashion-mnist"),
@@ -78,8 +98,11 @@ MIN_SECONDS = 0.5
 LR, MOMENTUM = 0.05, 0.9
 
 # name -> what it trains. "fashion": Fashion-MNIST (or its synthetic stand-in); else a
-# synthetic set of `samples` images of `shape` (128 batches of ResNet-20, 64 of MobileNetV2
-# per epoch). "model_toml" is the dtrain job's [model] table.
+# synthetic set of `samples` images of `shape` (128 batches of ResNet-20, 64 of MobileNetV2,
+# 16 at 224 px per epoch). "model_toml" is the dtrain job's [model] table. "precision": the
+# job's [job] precision, and the PyTorch peer's (fp32 or bf16). "bar" None: figures only.
+# "against": dtrain alone, its ratio to that configuration's PyTorch figure. "warmup" and
+# "calibration_steps" cap the steps of the slow 224 px models.
 CONFIGS = {
     "mlp128": {"model": "mlp", "batch": 128, "bar": 6.0, "fashion": True, "model_toml": 'preset = "mlp"\n'},
     "cnn128": {"model": "cnn", "batch": 128, "bar": 3.0, "fashion": True, "model_toml": 'preset = "cnn"\n'},
@@ -92,6 +115,24 @@ CONFIGS = {
                      "classes": 10, "samples": 4096, "width": 1.0,
                      "model_toml": 'preset = "mobilenet_v2"\nwidth = 1.0\ndropout = 0.2\n'},
 }
+IMAGENET_224 = {"fashion": False, "shape": [3, 224, 224], "classes": 1000, "samples": 1024, "test_samples": 64,
+                "warmup": 10, "calibration_steps": 20}
+RESNET50 = {"model": "resnet50", "batch": 64, **IMAGENET_224, "model_toml": 'preset = "resnet"\ndepth = 50\n'}
+CONFIGS.update({
+    "resnet50_bf16": {**RESNET50, "bar": 1.3, "precision": "bf16", "label": "ResNet-50 224px batch 64 bf16"},
+    "resnet50_fp32": {**RESNET50, "bar": None, "precision": "fp32", "against": "resnet50_bf16",
+                      "label": "ResNet-50 224px batch 64 dtrain fp32"},
+    "resnet50_tf32": {**RESNET50, "bar": None, "precision": "tf32", "against": "resnet50_bf16",
+                      "label": "ResNet-50 224px batch 64 dtrain tf32"},
+    "mobilenet_v2_224_bf16": {"model": "mobilenet_v2", "batch": 64, "bar": 1.3, "precision": "bf16", **IMAGENET_224,
+                              "width": 1.0, "label": "MobileNetV2 224px batch 64 bf16",
+                              "model_toml": 'preset = "mobilenet_v2"\nwidth = 1.0\ndropout = 0.2\n'},
+    "resnet20_bf16": {**CONFIGS["resnet20"], "precision": "bf16", "label": "ResNet-20 batch 128 bf16"},
+})
+for _c in CONFIGS.values():
+    _c.setdefault("precision", "fp32")
+PEER_PRECISIONS = ("fp32", "bf16")  # what the PyTorch peer trains in
+DTRAIN_EXIT_BAD_CONFIG = 2  # cli/commands.h kExitBadConfig: the job or command line is refused
 BUSY_CONFIG, BUSY_BAR = "mlp4096", 90.0
 # (label, configuration, job key, the setting whose cost is reported, the baseline)
 VARIANTS = [("deterministic", "resnet20", "job.deterministic", "true", "false"),
@@ -101,8 +142,23 @@ VARIANTS = [("deterministic", "resnet20", "job.deterministic", "true", "false"),
 
 def describe(name):
     c = CONFIGS[name]
+    if "label" in c:
+        return c["label"]
     what = {"mlp": "mlp", "cnn": "cnn", "resnet20": "ResNet-20", "mobilenet_v2": "MobileNetV2"}[c["model"]]
     return f"{what} batch {c['batch']}"
+
+
+def peer_of(name):
+    """The configuration whose PyTorch runs `name` is compared with."""
+    return CONFIGS[name].get("against", name)
+
+
+def warmup_steps(a, name):
+    return min(a.warmup, CONFIGS[name].get("warmup", a.warmup))
+
+
+def calibration_steps(name):
+    return CONFIGS[name].get("calibration_steps", CALIBRATION_STEPS)
 
 
 def has_fashion_mnist(d):
@@ -122,7 +178,7 @@ def data_toml(name, data):
     shape, classes = c.get("shape", [1, 28, 28]), c.get("classes", 10)
     samples = c.get("samples", TRAIN_SAMPLES)
     return (f'dataset = "synthetic"\nshape = {shape}\nclasses = {classes}\ntrain_samples = {samples}\n'
-            f"test_samples = 256\n")
+            f"test_samples = {c.get('test_samples', 256)}\n")
 
 
 def write_job(work, name, data, steps):
@@ -136,7 +192,7 @@ def write_job(work, name, data, steps):
 name = "gpu_{name}"
 run_dir = {toml_str(run_dir)}
 device = "cuda"
-precision = "fp32"
+precision = "{c["precision"]}"
 [model]
 {c["model_toml"]}[data]
 {data_toml(name, data)}[train]
@@ -154,7 +210,30 @@ momentum = {MOMENTUM}
 
 def fallback_flops(name):
     c = CONFIGS[name]
-    return model_flops.forward_flops(c["model"], c.get("shape", [1, 28, 28]), c.get("classes", 10), c.get("width", 1.0))
+    shape, classes = c.get("shape", [1, 28, 28]), c.get("classes", 10)
+    if c["model"] == "resnet50":  # model_flops.py knows only the CIFAR ResNets, and 50 is 6n+2 too
+        return resnet50_flops(shape[1], shape[0], classes)
+    return model_flops.forward_flops(c["model"], shape, classes, c.get("width", 1.0))
+
+
+def resnet50_flops(side=224, channels=3, classes=1000):
+    """Forward FLOPs of the products alone, as model_flops.py counts them, for torchvision's
+    ResNet-50 (model_peers.imagenet_resnet(50)): conv7x7/2(64), max pool 3x3/2, stages of 3,
+    4, 6, 3 bottlenecks 64, 128, 256, 512 wide (stride on the 3x3, 1x1 projections), dense."""
+    side = conv_out(side, 7, 2)
+    flops = conv_flops(channels, 64, 7, side)
+    side = conv_out(side, 3, 2)  # the max pool: no products
+    inp = 64
+    for s, (width, blocks) in enumerate(zip((64, 128, 256, 512), (3, 4, 6, 3))):
+        for b in range(blocks):
+            stride = 2 if (b == 0 and s > 0) else 1
+            out_side = conv_out(side, 3, stride)
+            flops += (conv_flops(inp, width, 1, side) + conv_flops(width, width, 3, out_side)
+                      + conv_flops(width, 4 * width, 1, out_side))
+            if stride != 1 or inp != 4 * width:
+                flops += conv_flops(inp, 4 * width, 1, out_side)
+            side, inp = out_side, 4 * width
+    return flops + 2 * inp * classes
 
 
 # ---------------------------------------------------------------------------- PyTorch side
@@ -168,9 +247,12 @@ def torch_setup():
 
 
 def peer_data(torch, name, data, cache):
-    """(images N x C x H x W float, labels N int64) on the host, pinned."""
+    """(images N x C x H x W float, labels N int64) on the host, pinned; channels_last for a
+    bf16 configuration, so that its batches reach the GPU in the layout the model takes."""
     c = CONFIGS[name]
-    key = "fashion" if c["fashion"] else name
+    channels_last = c["precision"] == "bf16"
+    # The configurations of one shape share their set (ResNet-50 and MobileNetV2 at 224 px).
+    key = ("fashion" if c["fashion"] else (tuple(c["shape"]), c["classes"], c["samples"]), channels_last)
     if key in cache:
         return cache[key]
     g = torch.Generator().manual_seed(0)
@@ -187,7 +269,10 @@ def peer_data(torch, name, data, cache):
         n = c.get("samples", TRAIN_SAMPLES)
         x, y = torch.rand(n, *shape, generator=g), torch.randint(0, classes, (n,), generator=g)
     perm = torch.randperm(x.shape[0], generator=g)
-    cache[key] = (x[perm].pin_memory(), y[perm].pin_memory())
+    x = x[perm]
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)  # a slice of whole images stays channels_last
+    cache[key] = (x.pin_memory(), y[perm].pin_memory())
     return cache[key]
 
 
@@ -200,13 +285,28 @@ def peer_net(torch, name):
     return build(c["model"], c["classes"], c.get("width", 1.0))
 
 
+def device_bytes(torch, s):
+    """What a configuration's model keeps on the device between runs: parameters, buffers,
+    gradients and the optimizer's state."""
+    net, opt = s["net"], s["opt"]
+    tensors = list(net.parameters()) + list(net.buffers())
+    tensors += [p.grad for p in net.parameters() if p.grad is not None]
+    tensors += [v for st in opt.state.values() for v in st.values() if torch.is_tensor(v) and v.is_cuda]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 def peer_train(torch, state, data_cache, name, seconds, warmup, data):
     dev = torch.device("cuda")
-    batch = CONFIGS[name]["batch"]
+    c = CONFIGS[name]
+    batch, bf16 = c["batch"], c["precision"] == "bf16"
+    if c["precision"] not in PEER_PRECISIONS:
+        raise ValueError(f"{name}: the PyTorch peer trains in {' or '.join(PEER_PRECISIONS)}, not {c['precision']}")
     x, y = peer_data(torch, name, data, data_cache)
     if name not in state:
         torch.manual_seed(0)
         net = peer_net(torch, name).to(dev).train()
+        if bf16:
+            net = net.to(memory_format=torch.channels_last)
         state[name] = {"net": net, "opt": torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM), "i": 0}
     s = state[name]
     net, opt = s["net"], s["opt"]
@@ -219,12 +319,21 @@ def peer_train(torch, state, data_cache, name, seconds, warmup, data):
         xb = x[j:j + batch].to(dev, non_blocking=True)
         yb = y[j:j + batch].to(dev, non_blocking=True)
         opt.zero_grad(set_to_none=True)
-        loss_fn(net(xb), yb).backward()
+        if bf16:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = loss_fn(net(xb), yb)
+        else:
+            loss = loss_fn(net(xb), yb)
+        loss.backward()
         opt.step()
 
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
+    # The peak of the timed steps alone (cudnn.benchmark's trials in the first warm-up
+    # would inflate it), less what the other configurations' models hold.
+    others = torch.cuda.memory_allocated() - device_bytes(torch, s)
+    torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     steps = 0
     while time.perf_counter() - t0 < seconds:
@@ -232,37 +341,44 @@ def peer_train(torch, state, data_cache, name, seconds, warmup, data):
         steps += 1
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    peak = torch.cuda.max_memory_allocated() - others
     torch.cuda.empty_cache()
-    return {"images_per_s": steps * batch / dt, "steps": steps, "seconds": dt}
+    return {"images_per_s": steps * batch / dt, "steps": steps, "seconds": dt, "peak_memory_bytes": peak}
 
 
-def peer_ceiling(torch, n=8192, reps=10):
-    """fp32 matrix product n x n x n with TF32 off: TFLOP/s, median of reps."""
-    a = torch.randn(n, n, device="cuda")
-    b = torch.randn(n, n, device="cuda")
-    c = torch.empty(n, n, device="cuda")
-    for _ in range(3):
-        torch.matmul(a, b, out=c)
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.matmul(a, b, out=c)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+def peer_ceiling(torch, precision="fp32", n=8192, reps=10):
+    """Matrix product n x n x n in fp32 with TF32 off, in tf32 (fp32 with TF32 on) or in bf16:
+    TFLOP/s, median of reps."""
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a = torch.randn(n, n, device="cuda", dtype=dtype)
+    b = torch.randn(n, n, device="cuda", dtype=dtype)
+    c = torch.empty(n, n, device="cuda", dtype=dtype)
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    try:
+        for _ in range(3):
+            torch.matmul(a, b, out=c)
+        times = []
+        for _ in range(reps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.matmul(a, b, out=c)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 peers run with TF32 off
     del a, b, c
     torch.cuda.empty_cache()
     tflops = [2 * n ** 3 / t / 1e12 for t in times]
     props = torch.cuda.get_device_properties(0)
-    return {"tflops": statistics.median(tflops), "runs": tflops, "n": n, "gpu": props.name,
+    return {"tflops": statistics.median(tflops), "runs": tflops, "n": n, "precision": precision, "gpu": props.name,
             "gpu_memory_gib": props.total_memory / 2 ** 30, "torch": torch.__version__, "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version()}
 
 
 def peer_server(a):
-    """Answers one JSON line per request line on stdin: {"what": "ceiling"},
-    {"what": "train", "config": NAME, "seconds": S}, {"what": "quit"}."""
+    """Answers one JSON line per request line on stdin: {"what": "ceiling", "precision": P},
+    {"what": "train", "config": NAME, "seconds": S, "warmup": N}, {"what": "quit"}."""
     torch = torch_setup()
     state, data_cache = {}, {}
     while True:
@@ -274,9 +390,10 @@ def peer_server(a):
             if req["what"] == "quit":
                 return
             if req["what"] == "ceiling":
-                out = peer_ceiling(torch)
+                out = peer_ceiling(torch, req.get("precision", "fp32"))
             else:
-                out = peer_train(torch, state, data_cache, req["config"], req["seconds"], a.warmup, a.data)
+                out = peer_train(torch, state, data_cache, req["config"], req["seconds"],
+                                 req.get("warmup", a.warmup), a.data)
         except Exception as e:  # reported to the benchmark, which goes on
             out = {"error": f"{type(e).__name__}: {e}"}
         print(json.dumps(out), flush=True)
@@ -403,7 +520,10 @@ def dtrain_forward_flops(a, name):
     job, _ = write_job(a.work, name, a.data, 1)
     why = "no dtrain"
     if os.path.exists(a.dtrain):
-        p = subprocess.run([a.dtrain, "check", job], capture_output=True, text=True, timeout=120)
+        # The FLOPs do not depend on the precision, and `dtrain check` refuses one it cannot
+        # run on the GPU as `dtrain train` does.
+        p = subprocess.run([a.dtrain, "check", job, "--set", "job.precision=fp32"], capture_output=True, text=True,
+                           timeout=120)
         total = [l for l in p.stdout.splitlines() if l.startswith("total ")]
         if p.returncode == 0 and total:
             return int(total[-1].split()[-1].replace(",", "")), "dtrain check"
@@ -415,10 +535,30 @@ def last_lines(text, n=3):
     return " | ".join([l for l in text.splitlines() if l.strip()][-n:])
 
 
+class Refusal(str):
+    """dtrain's one-line error for a precision it does not run on this device: the reason its
+    side is UNMEASURED, not a failure."""
+
+
+def precision_refusal(name, returncode, stderr):
+    """The Refusal in a failed `dtrain train` of configuration `name`, else None: exit status 2
+    (a job it will not run) and an error line about the precision, for a precision other
+    than fp32."""
+    precision = CONFIGS[name]["precision"]
+    if returncode != DTRAIN_EXIT_BAD_CONFIG or precision == "fp32":
+        return None
+    for line in stderr.splitlines():
+        if line.startswith("dtrain: error:") and "precision" in line:
+            return Refusal(line[len("dtrain: error:"):].strip())
+    return None
+
+
 def dtrain_run(a, name, steps, sets=()):
     """One `dtrain train`: ({"rate": images/s after the warm-up, "step_median": median of the
-    per-step figures, "t_begin", "t_end": wall times of the timed span}, None) or (None, why)."""
-    job, run_dir = write_job(a.work, name, a.data, a.warmup + steps)
+    per-step figures, "t_begin", "t_end": wall times of the timed span}, None) or (None, why);
+    why is a Refusal when dtrain refuses the configuration's precision."""
+    warmup = warmup_steps(a, name)
+    job, run_dir = write_job(a.work, name, a.data, warmup + steps)
     limit = 3 * a.seconds + 120  # a hang must not stall the benchmark
     cmd = [a.dtrain, "train", job, "--quiet", "--overwrite"]
     for s in sets:
@@ -426,10 +566,11 @@ def dtrain_run(a, name, steps, sets=()):
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        return None, f"dtrain ({name}, {a.warmup + steps} steps) still running after {limit:.0f} s; ended"
+        return None, f"dtrain ({name}, {warmup + steps} steps) still running after {limit:.0f} s; ended"
     if p.returncode != 0:
-        return None, f"dtrain exit {p.returncode}: " + last_lines(p.stdout + p.stderr)
-    return rate_of(os.path.join(run_dir, "metrics.jsonl"), a.warmup)
+        refusal = precision_refusal(name, p.returncode, p.stderr)
+        return None, refusal or f"dtrain exit {p.returncode}: " + last_lines(p.stdout + p.stderr)
+    return rate_of(os.path.join(run_dir, "metrics.jsonl"), warmup)
 
 
 def rate_of(metrics, warmup):
@@ -445,17 +586,26 @@ def rate_of(metrics, warmup):
             "t_begin": start[0], "t_end": after[-1]["time"]}, None
 
 
-def steps_for(rate, batch, seconds):
-    return max(CALIBRATION_STEPS, min(500000, int(rate * seconds / batch)))
+def steps_for(rate, batch, seconds, least=CALIBRATION_STEPS):
+    return max(least, min(500000, int(rate * seconds / batch)))
 
 
 # ---------------------------------------------------------------------------- main
+
+def sides_of(name, r):
+    """The programs a round runs for configuration `name`: dtrain unless its calibration did
+    not run, PyTorch unless the configuration borrows another's PyTorch figure."""
+    return (["dtrain"] if r["calibration_images_per_s"] else []) + ([] if "against" in CONFIGS[name] else ["torch"])
+
 
 def measure(a):
     started = time.monotonic()
 
     def elapsed():
         return time.monotonic() - started
+
+    def last(runs):
+        return f"{runs[-1]:,.0f}" if runs else "-"
 
     peer = Peer(a)
     try:
@@ -464,30 +614,45 @@ def measure(a):
             sys.exit(f"gpu_vs_pytorch: the matrix-product ceiling could not be measured: {err}")
         print(f"GPU {ceiling['gpu']}; PyTorch {ceiling['torch']} (CUDA {ceiling['cuda']}, cuDNN {ceiling['cudnn']}); "
               f"fp32 matmul ceiling {ceiling['tflops']:.1f} TFLOP/s [{elapsed():.0f} s]", flush=True)
+        ceilings = {"fp32": ceiling}
+        used = {CONFIGS[n]["precision"] for n in a.only} | {CONFIGS[peer_of(n)]["precision"] for n in a.only}
+        for precision in sorted(used - {"fp32"}):
+            got, err = peer.ask({"what": "ceiling", "precision": precision}, timeout=180)
+            ceilings[precision] = got or {"precision": precision, "tflops": None, "error": err}
+            print(f"  {precision} matmul ceiling " + (f"{got['tflops']:.1f} TFLOP/s" if got else f"not measured: {err}")
+                  + f" [{elapsed():.0f} s]", flush=True)
         res = {}
         for name in a.only:
             c = CONFIGS[name]
             r = {"model": c["model"], "batch": c["batch"], "bar": c["bar"], "label": describe(name),
+                 "precision": c["precision"], "peer_precision": CONFIGS[peer_of(name)]["precision"],
+                 "against": c.get("against"),
                  "data": "fashion_mnist" if c["fashion"] and a.data != "synthetic" else "synthetic",
-                 "dtrain_runs": [], "dtrain_step_medians": [], "torch_runs": [], "errors": []}
+                 "dtrain_runs": [], "dtrain_step_medians": [], "torch_runs": [], "torch_peak_memory_runs": [],
+                 "dtrain_unmeasured": None, "errors": []}
             r["forward_flops"], r["flops_source"] = dtrain_forward_flops(a, name)
-            got, err = dtrain_run(a, name, CALIBRATION_STEPS)  # also the GPU's and the binary's warm-up
+            got, err = dtrain_run(a, name, calibration_steps(name))  # also the GPU's and the binary's warm-up
             r["calibration_images_per_s"] = got["rate"] if got else None
-            if err:
+            if isinstance(err, Refusal):
+                r["dtrain_unmeasured"] = str(err)
+            elif err:
                 r["errors"].append(err)
             print(f"  {name}: forward {r['forward_flops']:,} FLOPs/sample ({r['flops_source']}); "
-                  + (f"{got['rate']:,.0f} img/s in calibration" if got else err) + f" [{elapsed():.0f} s]", flush=True)
+                  + (f"{got['rate']:,.0f} img/s in calibration" if got else
+                     f"dtrain UNMEASURED: {err}" if isinstance(err, Refusal) else err)
+                  + f" [{elapsed():.0f} s]", flush=True)
             res[name] = r
         seconds, rounds_done = a.seconds, 0
         reserve = a.busy_seconds + 15  # the GPU-busy run after the rounds
+        runs_per_round = max(1, sum(len(sides_of(n, r)) for n, r in res.items()))
         for rnd in range(a.rounds):
             if rnd:
                 left, rounds_left = a.budget - elapsed() - reserve, a.rounds - rnd
-                timed = 2 * len(res) * seconds  # about; both programs, every configuration
+                timed = runs_per_round * seconds  # about
                 overhead = max(0.0, round_s - timed)
                 if round_s * rounds_left > left:
-                    fit = (left / rounds_left - overhead) / (2 * len(res))
-                    if fit < MIN_SECONDS and left < overhead + 2 * len(res) * MIN_SECONDS:
+                    fit = (left / rounds_left - overhead) / runs_per_round
+                    if fit < MIN_SECONDS and left < overhead + runs_per_round * MIN_SECONDS:
                         print(f"  time budget of {a.budget:.0f} s: {rnd} of {a.rounds} rounds measured", flush=True)
                         break
                     if max(MIN_SECONDS, fit) < seconds:
@@ -495,49 +660,65 @@ def measure(a):
                         print(f"  time budget of {a.budget:.0f} s: timed runs shortened to {seconds:.2f} s", flush=True)
             round_t0 = time.monotonic()
             for name, r in res.items():
-                sides = ["dtrain", "torch"] if rnd % 2 == 0 else ["torch", "dtrain"]
-                for side in sides:
+                sides = sides_of(name, r)
+                for side in (sides if rnd % 2 == 0 else sides[::-1]):
                     if side == "dtrain":
-                        if not r["calibration_images_per_s"]:
-                            continue
-                        got, err = dtrain_run(a, name, steps_for(r["calibration_images_per_s"], r["batch"], seconds))
+                        got, err = dtrain_run(a, name, steps_for(r["calibration_images_per_s"], r["batch"], seconds,
+                                                                 calibration_steps(name)))
                         if got:
                             r["dtrain_runs"].append(got["rate"])
                             r["dtrain_step_medians"].append(got["step_median"])
                     else:
-                        got, err = peer.ask({"what": "train", "config": name, "seconds": seconds},
-                                            timeout=seconds + 180)
+                        got, err = peer.ask({"what": "train", "config": name, "seconds": seconds,
+                                             "warmup": warmup_steps(a, name)}, timeout=seconds + 180)
                         if got:
                             r["torch_runs"].append(got["images_per_s"])
+                            r["torch_peak_memory_runs"].append(got["peak_memory_bytes"])
                     if err and err not in r["errors"]:
                         r["errors"].append(err)
             round_s = time.monotonic() - round_t0
             rounds_done += 1
             print(f"  round {rnd + 1} ({round_s:.0f} s): " + ", ".join(
-                f"{k} {v['dtrain_runs'][-1] if v['dtrain_runs'] else 0:,.0f} / "
-                f"{v['torch_runs'][-1] if v['torch_runs'] else 0:,.0f}" for k, v in res.items())
+                f"{k} {last(v['dtrain_runs'])} / {last(v['torch_runs'])}" for k, v in res.items())
                 + f" img/s (dtrain / PyTorch) [{elapsed():.0f} s]", flush=True)
     finally:
         peer.close()
-    for r in res.values():
+    for name, r in res.items():
+        reference = res.get(peer_of(name))
+        torch_runs = reference["torch_runs"] if reference else []
+        if not reference:
+            r["errors"].append(f"{peer_of(name)} (its PyTorch figure) was not among the configurations run")
         d = statistics.median(r["dtrain_runs"]) if r["dtrain_runs"] else None
-        t = statistics.median(r["torch_runs"]) if r["torch_runs"] else None
+        t = statistics.median(torch_runs) if torch_runs else None
         r["dtrain_images_per_s"], r["torch_images_per_s"] = d, t
-        r["rounds"] = min(len(r["dtrain_runs"]), len(r["torch_runs"]))
+        r["rounds"] = min(len(r["dtrain_runs"]), len(torch_runs))
         r["ratio"] = d / t if d and t else None
-        r["pass"] = bool(r["ratio"] and r["ratio"] >= r["bar"] and r["rounds"] >= a.min_rounds)
+        if r["bar"] is None:
+            r["pass"], r["result"] = None, "-"  # figures only
+        elif r["dtrain_unmeasured"]:
+            r["pass"], r["result"] = None, "UNMEASURED"
+        else:
+            r["pass"] = bool(r["ratio"] and r["ratio"] >= r["bar"] and r["rounds"] >= a.min_rounds)
+            r["result"] = "PASS" if r["pass"] else "FAIL"
+        r["torch_peak_memory_bytes"] = max(r["torch_peak_memory_runs"]) if r["torch_peak_memory_runs"] else None
+        r["dtrain_peak_memory_bytes"] = None
+        r["dtrain_peak_memory_unmeasured"] = (r["dtrain_unmeasured"] or
+                                              "dtrain reports no device-memory figure (metrics.jsonl has none)")
         flops = 3 * r["forward_flops"]
-        for side, v in (("dtrain", d), ("torch", t)):
+        for side, v, precision in (("dtrain", d, r["precision"]), ("torch", t, r["peer_precision"])):
+            top = ceilings.get(precision, {}).get("tflops")
             r[f"{side}_tflops"] = flops * v / 1e12 if v else None
-            r[f"{side}_ceiling_share"] = flops * v / (ceiling["tflops"] * 1e12) if v else None
+            r[f"{side}_ceiling_share"] = flops * v / (top * 1e12) if v and top else None
     busy = measure_busy(a, res) if BUSY_CONFIG in res else None
     variants = measure_variants(a, res, started) if a.variants else []
-    return {"ceiling": ceiling, "configs": res, "gpu_busy": busy, "variants": variants, "seconds": a.seconds,
-            "seconds_last_round": seconds, "warmup_steps": a.warmup, "rounds": rounds_done,
+    return {"ceiling": ceiling, "ceilings": ceilings, "configs": res, "gpu_busy": busy, "variants": variants,
+            "seconds": a.seconds, "seconds_last_round": seconds, "warmup_steps": a.warmup, "rounds": rounds_done,
             "min_rounds": a.min_rounds, "data": a.data, "wall_s": elapsed(),
             "method": "dtrain: post-warm-up samples / wall time from metrics.jsonl; PyTorch: images / "
                       "synchronized wall time, one persistent process; medians over alternated rounds; "
-                      "TF32 off on both; TFLOP/s = 3 x forward FLOPs x images/s"}
+                      "fp32 configurations TF32 off on both, bf16 ones PyTorch autocast + channels_last; "
+                      "TFLOP/s = 3 x forward FLOPs x images/s, shares of the ceiling of each side's precision; "
+                      "dtrain UNMEASURED where it refuses the precision on the GPU"}
 
 
 def measure_busy(a, res):
@@ -608,27 +789,50 @@ def measure_variants(a, res, started):
     return out
 
 
+def gib(v):
+    return f"{v / 2 ** 30:.2f} GiB"
+
+
 def print_table(out):
     c = out["ceiling"]
-    print(f"\n{c['gpu']}; PyTorch {c['torch']}; fp32, TF32 off; medians of {out['rounds']} alternated rounds; "
-          f"fp32 matmul ceiling {c['tflops']:.1f} TFLOP/s ({c['n']}^3, median of {len(c['runs'])})")
-    print(f"{'config':13} {'dtrain img/s':>13} {'PyTorch img/s':>14} {'ratio':>6}  {'bar':7} {'result':6} "
-          f"{'dtrain TFLOP/s':>14} {'%ceil':>6} {'PyTorch TFLOP/s':>15} {'%ceil':>6}")
+    more = "".join(f"; {p} {v['tflops']:.1f}" for p, v in out.get("ceilings", {}).items()
+                   if p != "fp32" and v.get("tflops"))
+    print(f"\n{c['gpu']}; PyTorch {c['torch']}; fp32, TF32 off (bf16: PyTorch autocast, channels_last); "
+          f"medians of {out['rounds']} alternated rounds; "
+          f"fp32 matmul ceiling {c['tflops']:.1f} TFLOP/s ({c['n']}^3, median of {len(c['runs'])}){more}")
+    configs = out["configs"]
+    width = max([13] + [len(n) for n in configs])
+    result_width = max([6] + [len(r.get("result", "")) for r in configs.values()])
+    print(f"{'config':{width}} {'dtrain img/s':>13} {'PyTorch img/s':>14} {'ratio':>6}  {'bar':7} "
+          f"{'result':{result_width}} {'dtrain TFLOP/s':>14} {'%ceil':>6} {'PyTorch TFLOP/s':>15} {'%ceil':>6}")
 
     def num(v, fmt, scale=1.0):
         return format(v * scale, fmt) if v is not None else "-"
 
-    for name, r in out["configs"].items():
-        result = "PASS" if r["pass"] else "FAIL"
-        print(f"{name:13} {num(r['dtrain_images_per_s'], ',.0f'):>13} {num(r['torch_images_per_s'], ',.0f'):>14} "
-              f"{num(r['ratio'], '.2f'):>6}  >= {r['bar']:<4g} {result:6} {num(r['dtrain_tflops'], '.2f'):>14} "
+    for name, r in configs.items():
+        result = r.get("result") or ("PASS" if r["pass"] else "FAIL")
+        dtrain = "UNMEASURED" if r.get("dtrain_unmeasured") else num(r['dtrain_images_per_s'], ',.0f')
+        bar = f">= {r['bar']:<4g}" if r["bar"] is not None else "-"
+        print(f"{name:{width}} {dtrain:>13} {num(r['torch_images_per_s'], ',.0f'):>14} "
+              f"{num(r['ratio'], '.2f'):>6}  {bar:7} {result:{result_width}} {num(r['dtrain_tflops'], '.2f'):>14} "
               f"{num(r['dtrain_ceiling_share'], '.1f', 100):>6} {num(r['torch_tflops'], '.2f'):>15} "
               f"{num(r['torch_ceiling_share'], '.1f', 100):>6}")
-    for name, r in out["configs"].items():
+    for name, r in configs.items():
         short = (f" (only {r['rounds']} rounds; the bar needs {out['min_rounds']})"
-                 if r["rounds"] < out["min_rounds"] else "")
-        print(f"  {name}: dtrain {[round(v) for v in r['dtrain_runs']]}, PyTorch {[round(v) for v in r['torch_runs']]}"
-              + short + "".join(f"\n    error: {e}" for e in r["errors"]))
+                 if r["rounds"] < out["min_rounds"] and r["bar"] is not None and not r.get("dtrain_unmeasured") else "")
+        precisions = f" ({r['precision']} / {r['peer_precision']})" if r.get("precision", "fp32") != "fp32" or \
+            r.get("peer_precision", "fp32") != "fp32" else ""
+        torch_runs = (f"PyTorch: {r['against']}'s" if r.get("against") else
+                      f"PyTorch {[round(v) for v in r['torch_runs']]}")
+        line = f"  {name}{precisions}: dtrain {[round(v) for v in r['dtrain_runs']]}, {torch_runs}" + short
+        if r.get("dtrain_unmeasured"):
+            line += f"\n    dtrain UNMEASURED: {r['dtrain_unmeasured']}"
+        if r.get("peer_precision") == "bf16" and not r.get("against"):
+            mem = r.get("torch_peak_memory_bytes")
+            why = "its run refused, above" if r.get("dtrain_unmeasured") else r["dtrain_peak_memory_unmeasured"]
+            line += (f"\n    peak device memory: PyTorch {gib(mem) if mem is not None else '-'} (max_memory_allocated, "
+                     f"timed steps), dtrain UNMEASURED ({why})")
+        print(line + "".join(f"\n    error: {e}" for e in r["errors"]))
     b = out["gpu_busy"]
     if b:
         print(f"GPU busy (SM %, nvidia-smi dmon) during dtrain {b['config']}: "
@@ -645,12 +849,25 @@ def dry_run(a):
     """What would run, without a GPU: each configuration's FLOPs, job and bar."""
     print(f"data: {a.data}; work: {a.work}; {a.rounds} rounds of {a.seconds} s per run and program; "
           f"budget {a.budget:.0f} s")
+    width = max([13] + [len(n) for n in a.only])
+    label_width = max([24] + [len(describe(n)) for n in a.only])
     for name in a.only:
         c = CONFIGS[name]
         flops, source = dtrain_forward_flops(a, name)
-        job, _ = write_job(a.work, name, a.data, a.warmup + CALIBRATION_STEPS)
-        print(f"  {name:13} {describe(name):24} bar >= {c['bar']:<4g} forward "
+        job, _ = write_job(a.work, name, a.data, warmup_steps(a, name) + calibration_steps(name))
+        bar = f"bar >= {c['bar']:<4g}" if c["bar"] is not None else "no bar    "
+        if "against" in c:
+            sides = f"dtrain {c['precision']} alone, against {c['against']}'s PyTorch {CONFIGS[c['against']]['precision']}"
+        else:
+            sides = f"dtrain {c['precision']}, PyTorch {c['precision']}" + (
+                " (autocast, channels_last)" if c["precision"] == "bf16" else "")
+        print(f"  {name:{width}} {describe(name):{label_width}} {bar} forward "
               + f"{flops:,} FLOPs/sample ({source}); at 10,000 img/s {3 * flops * 1e4 / 1e12:.2f} TFLOP/s; job {job}")
+        if c["precision"] != "fp32" or "warmup" in c:
+            print(f"  {'':{width}} {sides}; warm-up {warmup_steps(a, name)} steps, calibration "
+                  f"{calibration_steps(name)}")
+    print("a dtrain that refuses a precision on the GPU (exit 2, one line naming it) leaves its side UNMEASURED "
+          "with that line as the reason; the PyTorch side is measured all the same")
 
 
 def main():
@@ -671,7 +888,8 @@ def main():
                     help="also dtrain alone: resnet20 deterministic true/false, mlp128 and resnet20 cuda_graphs true/false")
     ap.add_argument("--variant-seconds", type=float, default=1.5)
     ap.add_argument("--variant-rounds", type=int, default=3)
-    ap.add_argument("--only", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    ap.add_argument("--only", nargs="+", default=list(CONFIGS), choices=list(CONFIGS), metavar="NAME",
+                    help=f"the configurations to run (default all: {', '.join(CONFIGS)})")
     ap.add_argument("--work", default="", help="folder for the jobs and runs (default: a temporary one)")
     ap.add_argument("--json", default="", help="write the figures here")
     ap.add_argument("--write-jobs", metavar="DIR", help="write each configuration's job to DIR and stop")

@@ -7,9 +7,12 @@ The same architectures as `preset = "resnet"` and `preset = "mobilenet_v2"` buil
                        has stride 2), depth = 6n + 2, global average pool, dense. Convolutions
                        have no bias (BN follows); where the shape changes the shortcut is a
                        1x1 stride-2 convolution + BN (option B of the paper).
-  resnet18()           torchvision's resnet18: conv7x7/2(64) + BN + ReLU + maxpool 3x3/2 (pad
-                       1), stages 64, 128, 256, 512 of 2 basic blocks, 1x1/2 conv + BN
-                       projection shortcuts, global average pool, fc.
+  imagenet_resnet(depth)  torchvision's resnet18/34/50/101/152: conv7x7/2(64) + BN + ReLU +
+                       maxpool 3x3/2 (pad 1), stages 64, 128, 256, 512 wide of basic blocks
+                       (18, 34) or bottlenecks (50 and deeper, v1.5: the stride on the 3x3;
+                       4 x the width out), 1x1 conv + BN projection shortcuts where the shape
+                       changes, global average pool, fc. ResNet-50 at 1000 classes has
+                       torchvision's 25,557,032 parameters.
   mobilenet_v2(width)  torchvision's mobilenet_v2 (Sandler et al. 2018), layer for layer.
 
 torchvision is not needed (Debian's python3-torch comes without it); the counts its models
@@ -34,6 +37,7 @@ PUBLISHED_PARAMS = {
 
 class BasicBlock(nn.Module):
     """Two 3x3 conv + BN, ReLU between and after the sum with the shortcut."""
+    expansion = 1  # output channels per unit of the stage's width
 
     def __init__(self, inp, out, stride):
         super().__init__()
@@ -52,18 +56,47 @@ class BasicBlock(nn.Module):
         return self.relu(y + (x if self.shortcut is None else self.shortcut(x)))
 
 
-class ResNet(nn.Module):
-    """A stem, then stages of basic blocks; every stage after the first halves the size."""
+class Bottleneck(nn.Module):
+    """torchvision's ResNet-50 block (v1.5, the stride on the 3x3): 1x1 conv down to the width,
+    3x3 conv, 1x1 conv up to 4 x the width, each + BN; ReLU between and after the sum with the
+    shortcut."""
+    expansion = 4
 
-    def __init__(self, stem, stem_channels, widths, blocks_per_stage, classes):
+    def __init__(self, inp, width, stride):
+        super().__init__()
+        out = width * self.expansion
+        self.conv1 = nn.Conv2d(inp, width, 1, 1, 0, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, out, 1, 1, 0, bias=False)
+        self.bn3 = nn.BatchNorm2d(out)
+        self.relu = nn.ReLU(inplace=True)
+        self.shortcut = None
+        if stride != 1 or inp != out:
+            self.shortcut = nn.Sequential(nn.Conv2d(inp, out, 1, stride, 0, bias=False), nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        y = self.relu(self.bn1(self.conv1(x)))
+        y = self.relu(self.bn2(self.conv2(y)))
+        y = self.bn3(self.conv3(y))
+        return self.relu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+
+class ResNet(nn.Module):
+    """A stem, then stages of blocks; every stage after the first halves the size.
+    blocks_per_stage: one count for every stage, or one per stage."""
+
+    def __init__(self, stem, stem_channels, widths, blocks_per_stage, classes, block=BasicBlock):
         super().__init__()
         self.stem = stem
+        counts = blocks_per_stage if isinstance(blocks_per_stage, (list, tuple)) else [blocks_per_stage] * len(widths)
         layers, inp = [], stem_channels
-        for s, w in enumerate(widths):
-            for b in range(blocks_per_stage):
+        for s, (w, n) in enumerate(zip(widths, counts)):
+            for b in range(n):
                 stride = 2 if (b == 0 and s > 0) else 1
-                layers.append(BasicBlock(inp, w, stride))
-                inp = w
+                layers.append(block(inp, w, stride))
+                inp = w * block.expansion
         self.stages = nn.Sequential(*layers)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(inp, classes)
@@ -80,10 +113,22 @@ def cifar_resnet(depth=20, classes=10):
     return ResNet(stem, 16, [16, 32, 64], (depth - 2) // 6, classes)
 
 
-def resnet18(classes=1000):
+# depth -> blocks per stage and block, as models/resnet_preset.cpp's ImageNet depths.
+IMAGENET_DEPTHS = {18: ((2, 2, 2, 2), BasicBlock), 34: ((3, 4, 6, 3), BasicBlock), 50: ((3, 4, 6, 3), Bottleneck),
+                   101: ((3, 4, 23, 3), Bottleneck), 152: ((3, 8, 36, 3), Bottleneck)}
+
+
+def imagenet_resnet(depth=50, classes=1000):
+    if depth not in IMAGENET_DEPTHS:
+        raise ValueError(f"ImageNet ResNet depth {depth} is not one of {sorted(IMAGENET_DEPTHS)}")
+    blocks, block = IMAGENET_DEPTHS[depth]
     stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
                          nn.MaxPool2d(3, 2, 1))
-    return ResNet(stem, 64, [64, 128, 256, 512], 2, classes)
+    return ResNet(stem, 64, [64, 128, 256, 512], list(blocks), classes, block)
+
+
+def resnet18(classes=1000):
+    return imagenet_resnet(18, classes)
 
 
 def make_divisible(v, divisor=8):
@@ -161,14 +206,15 @@ def init_weights(model):
 
 
 def build(name, classes, width=1.0):
-    """name: resnet20 / resnet32 / resnet56 / resnet18 / mobilenet_v2."""
-    if name == "resnet18":
-        return resnet18(classes)
+    """name: resnet18 / resnet34 / resnet50 / resnet101 / resnet152 (ImageNet), resnetN with
+    N = 6n+2 (CIFAR: resnet20, resnet32, resnet56, ...) / mobilenet_v2."""
     if name.startswith("resnet") and name[6:].isdigit():
-        return cifar_resnet(int(name[6:]), classes)
+        depth = int(name[6:])
+        # The ImageNet depths first, as dtrain's preset takes them: 50 and 152 are 6n+2 too.
+        return imagenet_resnet(depth, classes) if depth in IMAGENET_DEPTHS else cifar_resnet(depth, classes)
     if name == "mobilenet_v2":
         return mobilenet_v2(classes, width)
-    raise ValueError(f"unknown model {name!r}; known: resnet20, resnet32, resnet56, resnet18, mobilenet_v2")
+    raise ValueError(f"unknown model {name!r}; known: resnet18/34/50/101/152, resnetN (6n+2), mobilenet_v2")
 
 
 def param_count(model):

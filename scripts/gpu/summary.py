@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The GPU check's table: one line per item from the results folder scripts/gpu/check.sh
 fills (build.json, ctest-*.xml, memcheck.json, parity.json, bench.json, bench-step.json,
-phases.txt); items whose phase did not run are left out. Items with a bar say PASS or FAIL;
-the others (ceiling, dtrain's variants, bench step, elapsed time) are figures only. Prints
-the table, writes it to RESULTS/summary.txt and the rows to RESULTS/summary.json. Exit
-status 1 when an item is marked FAIL.
+phases.txt); items whose phase did not run are left out. Items with a bar say PASS or FAIL,
+or UNMEASURED where dtrain refused the bar's precision on the GPU (its one-line error is
+the reason given; the PyTorch side's figures follow); the others (ceilings, dtrain's
+variants and fp32/tf32 figures against a bf16 peer, bench step, elapsed time) are figures
+only. Prints the table, writes it to RESULTS/summary.txt and the rows to
+RESULTS/summary.json ("pass" null and "result" "UNMEASURED" for those). Exit status 1 when
+an item is marked FAIL; UNMEASURED is not.
 
 Usage: scripts/gpu/summary.py RESULTS
 """
@@ -14,6 +17,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
+UNMEASURED = "UNMEASURED"  # a row's result when dtrain refused to run the bar's side
 DOCTEST = re.compile(r"test cases:\s*(\d+) \|\s*(\d+) passed \|\s*(\d+) failed \|\s*(\d+) skipped")
 
 
@@ -66,26 +70,59 @@ def num(v, fmt):
     return format(v, fmt) if v is not None else "-"
 
 
+def peer_memory(r):
+    """"; peak device memory ..." for a configuration whose PyTorch side ran in bf16."""
+    if r.get("peer_precision") != "bf16" or r.get("against"):
+        return ""
+    mem = r.get("torch_peak_memory_bytes")
+    why = "its run refused" if r.get("dtrain_unmeasured") else r.get("dtrain_peak_memory_unmeasured", "no figure")
+    return (f"; peak device memory PyTorch {num(mem / 2 ** 30 if mem is not None else None, '.2f')} GiB, "
+            f"dtrain UNMEASURED ({why})")
+
+
 def bench_rows(bench):
     rows = []
     c = bench["ceiling"]
     rows.append(("fp32 matmul ceiling", None, f"{c['tflops']:.1f} TFLOP/s ({c['gpu']}, {c['n']}^3, TF32 off; "
                                               f"PyTorch {c.get('torch', '?')})"))
+    for precision, c in bench.get("ceilings", {}).items():
+        if precision == "fp32":
+            continue
+        text = (f"{c['tflops']:.1f} TFLOP/s ({c['gpu']}, {c['n']}^3{', TF32 on' if precision == 'tf32' else ''})"
+                if c.get("tflops") else f"not measured: {c.get('error')}")
+        rows.append((f"{precision} matmul ceiling", None, text))
     min_rounds = bench.get("min_rounds", 3)
     for name, r in bench["configs"].items():
         label = r.get("label", f"{r['model']} batch {r['batch']}")
         rounds = r.get("rounds", bench.get("rounds", 0))
-        if r["ratio"] is None:
+        ok = r["pass"]
+        # fp32 rows read as before; other precisions name theirs and their ceilings'.
+        mixed = r.get("precision", "fp32") != "fp32" or r.get("peer_precision", "fp32") != "fp32"
+        dtrain_p, peer_p = (f" {r['precision']}", f" {r['peer_precision']}") if mixed else ("", "")
+        if r.get("dtrain_unmeasured"):
+            ok = UNMEASURED
+            runs = len(r.get("torch_runs", []))
+            text = (f"dtrain{dtrain_p} UNMEASURED: {r['dtrain_unmeasured']}; PyTorch{peer_p} "
+                    f"{num(r['torch_images_per_s'], ',.0f')} img/s (median of {runs} run{'s' if runs != 1 else ''}; "
+                    f"bar {r['bar']:g}x), TFLOP/s {num(r.get('torch_tflops'), '.2f')} = "
+                    f"{num(r.get('torch_ceiling_share'), '.1%')} of the{peer_p} ceiling" + peer_memory(r))
+        elif r["ratio"] is None:
             text = "not measured: " + "; ".join(r["errors"])
         else:
             of = f"median of {rounds} round{'s' if rounds != 1 else ''}"
-            if rounds < min_rounds:
+            if r["bar"] is None:
+                of = "no bar; " + of
+            elif rounds < min_rounds:
                 of += f", fewer than the {min_rounds} the bar needs"
-            text = (f"dtrain {r['dtrain_images_per_s']:,.0f} img/s, PyTorch {r['torch_images_per_s']:,.0f}: "
-                    f"{r['ratio']:.2f}x (bar {r['bar']:g}x; {of}); TFLOP/s dtrain "
-                    f"{num(r.get('dtrain_tflops'), '.2f')} = {r['dtrain_ceiling_share']:.1%} of the ceiling, "
-                    f"PyTorch {num(r.get('torch_tflops'), '.2f')} = {r['torch_ceiling_share']:.1%}")
-        rows.append((f"bench {label}", r["pass"], text))
+            bar = f"bar {r['bar']:g}x; " if r["bar"] is not None else ""
+            of_ceiling = f"the{dtrain_p} ceiling" if mixed else "the ceiling"
+            text = (f"dtrain{dtrain_p} {r['dtrain_images_per_s']:,.0f} img/s, PyTorch{peer_p} "
+                    f"{r['torch_images_per_s']:,.0f}: {r['ratio']:.2f}x ({bar}{of}); TFLOP/s dtrain "
+                    f"{num(r.get('dtrain_tflops'), '.2f')} = {num(r.get('dtrain_ceiling_share'), '.1%')} of "
+                    f"{of_ceiling}, PyTorch {num(r.get('torch_tflops'), '.2f')} = "
+                    f"{num(r.get('torch_ceiling_share'), '.1%')}" + (f" of the{peer_p} ceiling" if mixed else "")
+                    + peer_memory(r))
+        rows.append((f"bench {label}", ok, text))
     busy = bench.get("gpu_busy")
     if busy:
         if busy.get("median") is None:
@@ -175,9 +212,12 @@ def main():
     env_path = os.path.join(results, "environment.txt")
     env = open(env_path).read().strip().splitlines() if os.path.exists(env_path) else []
     lines = ["dtrain GPU check" + (f": {env[1]}" if len(env) > 1 else "")]
-    lines.append(f"{'item':32} {'result':6}  figures")
-    for name, ok, text in rows:
-        lines.append(f"{name:32} {'' if ok is None else 'PASS' if ok else 'FAIL':6}  {text}")
+    words = [ok if isinstance(ok, str) else "" if ok is None else "PASS" if ok else "FAIL" for _, ok, _ in rows]
+    width = max([6] + [len(w) for w in words])
+    item_width = max([32] + [len(n) for n, _, _ in rows])
+    lines.append(f"{'item':{item_width}} {'result':{width}}  figures")
+    for (name, ok, text), word in zip(rows, words):
+        lines.append(f"{name:{item_width}} {word:{width}}  {text}")
     if not rows:
         lines.append("(no results yet)")
     table = "\n".join(lines)
@@ -185,7 +225,8 @@ def main():
     with open(os.path.join(results, "summary.txt"), "w") as f:
         f.write(table + "\n")
     with open(os.path.join(results, "summary.json"), "w") as f:
-        json.dump([{"item": n, "pass": ok, "figures": t} for n, ok, t in rows], f, indent=1)
+        json.dump([{"item": n, "pass": None, "result": ok, "figures": t} if isinstance(ok, str) else
+                   {"item": n, "pass": ok, "figures": t} for n, ok, t in rows], f, indent=1)
     sys.exit(1 if any(ok is False for _, ok, _ in rows) else 0)
 
 
