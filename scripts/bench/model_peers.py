@@ -35,6 +35,13 @@ PUBLISHED_PARAMS = {
 }
 
 
+def projection(inp, out, stride):
+    """A block's shortcut: 1x1 conv + BN where the shape changes, else None (the identity)."""
+    if stride == 1 and inp == out:
+        return None
+    return nn.Sequential(nn.Conv2d(inp, out, 1, stride, 0, bias=False), nn.BatchNorm2d(out))
+
+
 class BasicBlock(nn.Module):
     """Two 3x3 conv + BN, ReLU between and after the sum with the shortcut."""
     expansion = 1  # output channels per unit of the stage's width
@@ -46,9 +53,7 @@ class BasicBlock(nn.Module):
         self.conv2 = nn.Conv2d(out, out, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(out)
         self.relu = nn.ReLU(inplace=True)
-        self.shortcut = None
-        if stride != 1 or inp != out:
-            self.shortcut = nn.Sequential(nn.Conv2d(inp, out, 1, stride, 0, bias=False), nn.BatchNorm2d(out))
+        self.shortcut = projection(inp, out, stride)
 
     def forward(self, x):
         y = self.relu(self.bn1(self.conv1(x)))
@@ -72,9 +77,7 @@ class Bottleneck(nn.Module):
         self.conv3 = nn.Conv2d(width, out, 1, 1, 0, bias=False)
         self.bn3 = nn.BatchNorm2d(out)
         self.relu = nn.ReLU(inplace=True)
-        self.shortcut = None
-        if stride != 1 or inp != out:
-            self.shortcut = nn.Sequential(nn.Conv2d(inp, out, 1, stride, 0, bias=False), nn.BatchNorm2d(out))
+        self.shortcut = projection(inp, out, stride)
 
     def forward(self, x):
         y = self.relu(self.bn1(self.conv1(x)))
