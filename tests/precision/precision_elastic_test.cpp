@@ -24,9 +24,12 @@ std::string fp16Job(const std::string& run_dir, bool elastic) {
   return job;
 }
 
+// A constant learning rate: the reference's first leg stops early (train.steps),
+// which would move a cosine schedule's course.
 std::vector<std::string> trainArgs(const std::string& job) {
   return {"train", job, "-q", "--set", "train.steps=" + std::to_string(kSteps), "--set",
-          "train.loss_scale_growth_interval=50", "--fault-overflow-at-step", "150"};
+          "train.loss_scale_growth_interval=50", "--set", "schedule.type=constant",
+          "--fault-overflow-at-step", "150"};
 }
 
 // The last train line's value of `key` in a run's metrics.jsonl.
