@@ -72,7 +72,7 @@ StepFigures CentralStorageStrategy::step(const StepInput& in) {
   PhaseSpan span(local_->parts().profile, DevicePhase::Communication);
   ParamStore& store = local_->parts().replicas->store();
   group_->broadcast(store.params().data(), store.size(), kHolder);
-  if (scaler && scaler->enabled()) {
+  if (lossScaled(local_->parts())) {
     // fp16: the holder alone saw the summed gradients; the others take its
     // overflow decision, so every worker keeps the same loss scale.
     float finite = scaler->state().skipped_steps == skipped_before ? 1.0f : 0.0f;

@@ -353,9 +353,7 @@ void Model::backward(const Tensor& input, const Tensor& doutput, const LayerCont
 }
 
 void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext& ctx) {
-  if (inputs.size() != cut_inputs_.size())
-    throw Error("a model part of " + std::to_string(cut_inputs_.size()) + " inputs was given " +
-                std::to_string(inputs.size()));
+  const std::vector<const Tensor*>& in = readableInputs(inputs, /*round=*/true);  // checks the count
   int64_t n = inputs[0]->dim(0);
   if (n > capacity_)
     throw Error("batch of " + std::to_string(n) + " exceeds the model's capacity " +
@@ -364,7 +362,6 @@ void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext
     act_[i] = act_storage_[i].narrow(0, n);
     grad_[i] = grad_storage_[i].narrow(0, n);
   }
-  const std::vector<const Tensor*>& in = readableInputs(inputs, /*round=*/true);
   if (!rounded_ranges_.empty()) {
     // The weights this pass multiplies with, as a 16-bit path casts them
     // once per step: the current fp32 masters, rounded.

@@ -139,7 +139,8 @@ class Model {
   // 16-bit precisions: rounds `t` in place to the format (no-op otherwise).
   void roundIn16Bits(Tensor& t) const;
   // The cut inputs as the layers read them: the network input rounded into a
-  // buffer of the model's in a 16-bit precision, the rest as given.
+  // buffer of the model's in a 16-bit precision, the rest as given. Throws
+  // when their count is not the cut's.
   const std::vector<const Tensor*>& readableInputs(const std::vector<const Tensor*>& inputs, bool round);
 
   std::vector<Node> nodes_;                  // topological order; output last

@@ -1,10 +1,9 @@
 #include "core/train/local_step.h"
 
 #include <algorithm>
-#include <vector>
-
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "core/backend/device_ops.h"
 #include "core/optim/grad_clip.h"
@@ -35,7 +34,7 @@ StepFigures LocalStep::runAlone(const StepInput& in) {
     return StepFigures{BatchFigures{}, true};
   }
   const BatchFigures f = computeGradients(in, nullptr);
-  if (!onDevice() && parts_.job->train.grad_clip_norm <= 0 && !lossScaled()) {
+  if (!onDevice() && parts_.job->train.grad_clip_norm <= 0 && !lossScaled(parts_)) {
     sumUpdateAndClear(in);
     return StepFigures{f, false};
   }
@@ -44,18 +43,18 @@ StepFigures LocalStep::runAlone(const StepInput& in) {
 }
 
 BatchFigures LocalStep::computeGradients(const StepInput& in, BackwardListener* listener) {
-  return parts_.replicas->trainStep(in.batch, in.seed, gradientScale(in), listener);
+  return parts_.replicas->trainStep(in.batch, in.seed, gradientScale(parts_, in), listener);
 }
 
-bool LocalStep::lossScaled() const { return parts_.loss_scaler && parts_.loss_scaler->enabled(); }
+bool lossScaled(const TrainingParts& parts) { return parts.loss_scaler && parts.loss_scaler->enabled(); }
 
-float LocalStep::gradientScale(const StepInput& in) const {
-  const float factor = parts_.loss_scaler ? parts_.loss_scaler->lossFactor(in.update) : 1.0f;
+float gradientScale(const TrainingParts& parts, const StepInput& in) {
+  const float factor = parts.loss_scaler ? parts.loss_scaler->lossFactor(in.update) : 1.0f;
   return factor / static_cast<float>(in.batch.global_size);
 }
 
 bool settleLossScale(const TrainingParts& parts, const StepInput& in, bool finite, StepFigures& out) {
-  if (!parts.loss_scaler || !parts.loss_scaler->enabled()) return true;
+  if (!lossScaled(parts)) return true;
   LossScaler& scaler = *parts.loss_scaler;
   const double used = scaler.scale();
   const bool goes_ahead = scaler.settle(finite);
@@ -69,6 +68,23 @@ bool settleLossScale(const TrainingParts& parts, const StepInput& in, bool finit
     parts.say(line);
   }
   return goes_ahead;
+}
+
+std::optional<float> updateFactor(const TrainingParts& parts, const StepInput& in, double squares,
+                                  StepFigures& out) {
+  float factor = 1.0f;
+  if (lossScaled(parts)) {
+    // An inf or a NaN anywhere makes the sum one: the overflow check costs
+    // the pass clipping makes anyway. The scale is read before settling
+    // changes it.
+    const float unscale = parts.loss_scaler->unscaleFactor();
+    if (!settleLossScale(parts, in, std::isfinite(squares), out)) return std::nullopt;
+    squares *= static_cast<double>(unscale) * unscale;
+    factor = unscale;
+  }
+  const double clip_norm = parts.job->train.grad_clip_norm;
+  if (clip_norm > 0) factor *= clipScale(squares, clip_norm);
+  return factor;
 }
 
 void LocalStep::sumReplicas() {
@@ -101,7 +117,7 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   const StepInfo info{in.lr, in.update};
   PhaseSpan span(parts_.profile, DevicePhase::Optimizer);
   if (onDevice()) {
-    if (lossScaled()) throw Error("LocalStep: fp16 loss scaling runs on the CPU only in this version");
+    if (lossScaled(parts_)) throw Error("LocalStep: fp16 loss scaling runs on the CPU only in this version");
     if (clip_norm > 0) clip(clip_norm);
     parts_.optimizer->update(params, grads, 0, store.size(), info);
     replicas.grads().zero();
@@ -115,20 +131,13 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   StepFigures out{figures, false};
   // The factor (unscaling and clipping), then scaling, update and clearing in one pass.
   float factor = 1.0f;
-  if (clip_norm > 0 || lossScaled()) {
-    double squares = sumOfSquaresOnCpu();
-    if (lossScaled()) {
-      // An inf or a NaN anywhere makes the sum one: the overflow check
-      // costs the pass clipping makes anyway.
-      const float unscale = parts_.loss_scaler->unscaleFactor();
-      if (!settleLossScale(parts_, in, std::isfinite(squares), out)) {
-        replicas.grads().zero();
-        return out;
-      }
-      squares *= static_cast<double>(unscale) * unscale;
-      factor = unscale;
+  if (clip_norm > 0 || lossScaled(parts_)) {
+    const std::optional<float> f = updateFactor(parts_, in, sumOfSquaresOnCpu(), out);
+    if (!f) {
+      replicas.grads().zero();
+      return out;
     }
-    if (clip_norm > 0) factor *= clipScale(squares, clip_norm);
+    factor = *f;
   }
   pool.run([&](int t) {
     auto [b, e] = range(t);

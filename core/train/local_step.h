@@ -10,17 +10,30 @@
 // replicas' compute threads.
 #pragma once
 #include <memory>
+#include <optional>
 
 #include "core/train/recorded_steps.h"
 #include "core/train/strategy.h"
 
 namespace dtrain {
 
+// Whether the run scales its loss (fp16: parts.loss_scaler on).
+bool lossScaled(const TrainingParts& parts);
+// The factor of the loss gradient of update `in.update`: 1 / (global batch)
+// times the loss scale (fp16).
+float gradientScale(const TrainingParts& parts, const StepInput& in);
 // fp16 (parts.loss_scaler on): the step's overflow decided from `finite`
 // (the complete gradients' check, the same on every worker) and a skipped
 // step logged; adds the scale and the steps skipped to `out`'s figures for
 // metrics.jsonl. Returns whether the update goes ahead (always when off).
 bool settleLossScale(const TrainingParts& parts, const StepInput& in, bool finite, StepFigures& out);
+// From the sum of squares of a step's complete gradients (as every worker
+// sees it): the factor the update multiplies them by, 1 / the loss scale
+// times the clipping factor ([train] grad_clip_norm); none when fp16's
+// overflow check skips the step (settleLossScale). The sum is needed only
+// when the loss is scaled or the gradients clipped.
+std::optional<float> updateFactor(const TrainingParts& parts, const StepInput& in, double squares,
+                                  StepFigures& out);
 
 class LocalStep {
  public:
@@ -69,9 +82,6 @@ class LocalStep {
   // Scales replica 0's complete gradients to a global norm of at most
   // `max_norm` (core/optim/grad_clip.h's rule).
   void clip(double max_norm);
-  // The factor of the loss gradient of update `update`: 1 / (global batch)
-  // times the loss scale (fp16).
-  float gradientScale(const StepInput& in) const;
 
  private:
   // One process, no clipping, on the CPU: summing, update and clearing in one
@@ -80,7 +90,6 @@ class LocalStep {
   // The sum of squares of replica 0's gradients, summed on the compute
   // threads in thread order (the same sum every time).
   double sumOfSquaresOnCpu();
-  bool lossScaled() const;
 
   TrainingParts parts_;
   DeviceFigures device_figures_;

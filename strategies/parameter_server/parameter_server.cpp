@@ -65,8 +65,7 @@ void ParameterServerStrategy::attach(const TrainingParts& parts) {
   ReplicaSet& replicas = *parts.replicas;
   // fp16's pushes leave whole: a part sent during backward could not be
   // unscaled yet, nor its overflow known.
-  const bool loss_scaled = parts.loss_scaler && parts.loss_scaler->enabled();
-  if (consistency_ == "sync" && !local_->onDevice() && !loss_scaled &&
+  if (consistency_ == "sync" && !local_->onDevice() && !lossScaled(parts) &&
       parts.job->strategy.gradient_push != "after_backward") {
     // Synchronous pushes leave in parts while backward runs, bucket by bucket
     // as mirrored's all-reduce does, so the shards sum and apply the last
@@ -255,11 +254,11 @@ void ParameterServerStrategy::computeWholeAndPush(const StepInput& in, int64_t b
 }
 
 bool ParameterServerStrategy::unscaleForPush() {
-  LossScaler* scaler = local_->parts().loss_scaler;
-  if (!scaler || !scaler->enabled()) return true;
-  Tensor& grads = local_->parts().replicas->grads();
+  const TrainingParts& parts = local_->parts();
+  if (!lossScaled(parts)) return true;
+  Tensor& grads = parts.replicas->grads();
   const bool finite = std::isfinite(sumOfSquares(grads.data(), 0, grads.numel()));
-  scale(grads.data(), 0, grads.numel(), scaler->unscaleFactor());
+  scale(grads.data(), 0, grads.numel(), parts.loss_scaler->unscaleFactor());
   return finite;
 }
 

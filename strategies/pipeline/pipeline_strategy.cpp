@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -14,7 +13,6 @@
 #include "core/nn/device_layers.h"
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
-#include "core/optim/loss_scaler.h"
 #include "core/train/local_step.h"
 #include "models/model_builder.h"
 #include "strategies/batch_norm_across_workers.h"
@@ -241,8 +239,7 @@ std::string PipelineStrategy::describeRun() const {
 
 StepFigures PipelineStrategy::step(const StepInput& in) {
   if (!worker_) throw Error("pipeline: step before attach");
-  const float loss_factor = parts_.loss_scaler ? parts_.loss_scaler->lossFactor(in.update) : 1.0f;
-  const float scale = loss_factor / static_cast<float>(in.batch.global_size);
+  const float scale = gradientScale(parts_, in);
   const auto t0 = std::chrono::steady_clock::now();
   StepFigures out;
   float busy_and_span[2] = {0, 0};
@@ -290,8 +287,7 @@ void PipelineStrategy::update(const StepInput& in, StepFigures& out) {
   Tensor& grads = worker_->grads();
   const int64_t n = grads.numel();
   const double clip_norm = parts_.job->train.grad_clip_norm;
-  LossScaler* scaler = parts_.loss_scaler && parts_.loss_scaler->enabled() ? parts_.loss_scaler : nullptr;
-  if (clip_norm > 0 || scaler) {
+  if (clip_norm > 0 || lossScaled(parts_)) {
     // The norm of the whole model's summed gradient: every stage's part, once
     // (each stage's replicas hold the same sum). An inf or a NaN in any
     // stage's part makes it one on every rank: fp16's overflow, agreed on.
@@ -299,18 +295,12 @@ void PipelineStrategy::update(const StepInput& in, StepFigures& out) {
     double squares =
         device.isCpu() ? sumOfSquares(grads.data(), 0, n) : device_ops::sumOfSquares(device, grads.data(), n);
     all_->allReduceSum(&squares, 1);
-    squares /= cfg_.replicas;
-    float factor = 1.0f;
-    if (scaler) {
-      const float unscale = scaler->unscaleFactor();
-      if (!settleLossScale(parts_, in, std::isfinite(squares), out)) {
-        grads.zero();
-        return;
-      }
-      squares *= static_cast<double>(unscale) * unscale;
-      factor = unscale;
+    const std::optional<float> f = updateFactor(parts_, in, squares / cfg_.replicas, out);
+    if (!f) {
+      grads.zero();
+      return;
     }
-    if (clip_norm > 0) factor *= clipScale(squares, clip_norm);
+    const float factor = *f;
     if (factor != 1.0f) {
       if (device.isCpu())
         scale(grads.data(), 0, n, factor);
