@@ -67,19 +67,25 @@ std::vector<float> randomFloats(size_t n, uint64_t seed) {
   return v;
 }
 
+// Rounds every value of `xs` to `format` at once and compares each with
+// `reference`; reports the first few that differ; returns how many did.
+int mismatches(ops::HalfFormat format, const std::vector<float>& xs, float (*reference)(float)) {
+  std::vector<float> ys(xs.size());
+  ops::roundTo16Bits(format, xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+  int wrong = 0;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!same(ys[i], reference(xs[i])) && ++wrong <= 5)
+      FAIL_CHECK("rounded(", xs[i], ") = ", ys[i], ", expected ", reference(xs[i]));
+  return wrong;
+}
+
 TEST_CASE("bf16 rounding is to nearest, ties to even, over every kind of float") {
   std::vector<float> xs = randomFloats(200000, 3);
   // Exact ties both ways, the largest finite bf16 and what rounds past it.
   for (float x : {floatOf(0x3f808000u), floatOf(0x3f818000u), floatOf(0x7f7f0000u), floatOf(0x7f7f7fffu),
                   floatOf(0x7f7f8000u), 0.0f, -0.0f, std::numeric_limits<float>::infinity()})
     xs.push_back(x);
-  std::vector<float> ys(xs.size());
-  ops::roundTo16Bits(ops::HalfFormat::Bf16, xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
-  int wrong = 0;
-  for (size_t i = 0; i < xs.size(); ++i)
-    if (!same(ys[i], referenceBf16(xs[i])) && ++wrong <= 5)
-      FAIL_CHECK("bf16(", xs[i], ") = ", ys[i], ", expected ", referenceBf16(xs[i]));
-  CHECK(wrong == 0);
+  CHECK(mismatches(ops::HalfFormat::Bf16, xs, referenceBf16) == 0);
   CHECK(rounded(ops::HalfFormat::Bf16, floatOf(0x3f808000u)) == 1.0f);  // tie to even: down
   CHECK(bitsOf(rounded(ops::HalfFormat::Bf16, floatOf(0x3f818000u))) == 0x3f820000u);  // tie to even: up
   CHECK(std::isinf(rounded(ops::HalfFormat::Bf16, floatOf(0x7f7f8000u))));  // past the largest: inf
@@ -93,13 +99,7 @@ TEST_CASE("fp16 rounding matches the compiler's conversion, subnormals and overf
                   2.9802322e-8f /* 2^-25: a tie, to 0 */, 8.940697e-8f /* 3 * 2^-25: a tie, to 2^-23 */,
                   1.0f + 1.0f / 2048, 0.0f, -0.0f})
     xs.push_back(x);
-  std::vector<float> ys(xs.size());
-  ops::roundTo16Bits(ops::HalfFormat::Fp16, xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
-  int wrong = 0;
-  for (size_t i = 0; i < xs.size(); ++i)
-    if (!same(ys[i], referenceFp16(xs[i])) && ++wrong <= 5)
-      FAIL_CHECK("fp16(", xs[i], ") = ", ys[i], ", expected ", referenceFp16(xs[i]));
-  CHECK(wrong == 0);
+  CHECK(mismatches(ops::HalfFormat::Fp16, xs, referenceFp16) == 0);
   CHECK(rounded(ops::HalfFormat::Fp16, 65519.996f) == 65504.0f);
   CHECK(std::isinf(rounded(ops::HalfFormat::Fp16, 65520.0f)));
   CHECK(rounded(ops::HalfFormat::Fp16, 2.9802322e-8f) == 0.0f);
