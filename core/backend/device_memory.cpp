@@ -42,6 +42,14 @@ void fillDeviceMemory(float* p, int64_t n, float value, Device device) {
   cudaBackend(device).fill(device.index, p, n, value);
 }
 
+void fillDeviceMemory16(uint16_t* p, int64_t n, uint16_t bits, Device device) {
+  cudaBackend(device).fill16(device.index, p, n, bits);
+}
+
+void convertDeviceMemory(const void* src, DType from, void* dst, DType to, int64_t n, Device device) {
+  cudaBackend(device).convert(device.index, src, from, dst, to, n);
+}
+
 void addDeviceMemory(float* dst, const float* src, int64_t n, Device device) {
   cudaBackend(device).add(device.index, dst, src, n);
 }

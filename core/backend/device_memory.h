@@ -29,6 +29,11 @@ std::shared_ptr<void> allocatePinnedHost(size_t bytes);
 void copyDeviceMemory(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 // p[i] = value for n floats on `device`.
 void fillDeviceMemory(float* p, int64_t n, float value, Device device);
+// p[i] = bits for n 16-bit values on `device`.
+void fillDeviceMemory16(uint16_t* p, int64_t n, uint16_t bits, Device device);
+// Between float and 16-bit dtypes on `device` (either way; F32 -> 16 bits
+// rounds to nearest even, as ops::roundTo16Bits; the reverse is exact), n values.
+void convertDeviceMemory(const void* src, DType from, void* dst, DType to, int64_t n, Device device);
 // dst[i] += src[i] for n floats on `device`.
 void addDeviceMemory(float* dst, const float* src, int64_t n, Device device);
 

@@ -208,5 +208,9 @@ enum class HalfFormat : uint8_t {
 // float; x == y is allowed. Beyond the format's range a value becomes an
 // infinity of its sign (fp16: from 65520 up); a NaN stays a NaN.
 void roundTo16Bits(HalfFormat format, const float* x, float* y, int64_t n);
+// The same rounding, stored as the format's bits (a GPU's 16-bit tensors),
+// and back: decode(encode(x)) == roundTo16Bits(x), NaNs aside.
+void encode16Bits(HalfFormat format, const float* x, uint16_t* bits, int64_t n);
+void decode16Bits(HalfFormat format, const uint16_t* bits, float* x, int64_t n);
 
 }  // namespace dtrain::ops

@@ -1,19 +1,41 @@
 #include "core/tensor/tensor.h"
 
 #include <cstring>
+#include <vector>
 
 #include "core/backend/device_memory.h"
+#include "core/backend/ops.h"
 #include "core/errors.h"
 
 namespace dtrain {
 
-Tensor Tensor::empty(const Shape& shape, Device device) {
+namespace {
+
+ops::HalfFormat formatOf(DType t) { return t == DType::F16 ? ops::HalfFormat::Fp16 : ops::HalfFormat::Bf16; }
+
+}  // namespace
+
+const char* dtypeName(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+  }
+  return "?";
+}
+
+void Tensor::notFloats() const {
+  throw ShapeError(std::string("a ") + dtypeName(dtype_) + " tensor " + shape_.str() + " read as floats");
+}
+
+Tensor Tensor::empty(const Shape& shape, Device device, DType dtype) {
   Tensor t;
   t.shape_ = shape;
   t.device_ = device;
-  size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
+  t.dtype_ = dtype;
+  size_t bytes = t.bytes();
   t.storage_ = device.isCpu() ? allocateHost(bytes) : allocateDeviceMemory(device, bytes == 0 ? 4 : bytes);
-  t.data_ = static_cast<float*>(t.storage_.get());
+  t.data_ = t.storage_.get();
   return t;
 }
 
@@ -21,12 +43,12 @@ Tensor Tensor::pinned(const Shape& shape) {
   Tensor t;
   t.shape_ = shape;
   t.storage_ = allocatePinnedHost(static_cast<size_t>(shape.numel()) * sizeof(float));
-  t.data_ = static_cast<float*>(t.storage_.get());
+  t.data_ = t.storage_.get();
   return t;
 }
 
-Tensor Tensor::zeros(const Shape& shape, Device device) {
-  Tensor t = empty(shape, device);
+Tensor Tensor::zeros(const Shape& shape, Device device, DType dtype) {
+  Tensor t = empty(shape, device, dtype);
   t.zero();
   return t;
 }
@@ -36,6 +58,15 @@ Tensor Tensor::view(float* data, const Shape& shape, Device device) {
   t.data_ = data;
   t.shape_ = shape;
   t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::view(void* data, const Shape& shape, Device device, DType dtype) {
+  Tensor t;
+  t.data_ = data;
+  t.shape_ = shape;
+  t.device_ = device;
+  t.dtype_ = dtype;
   return t;
 }
 
@@ -52,24 +83,38 @@ Tensor Tensor::narrow(int64_t start, int64_t len) const {
                      shape_.str());
   Tensor t = *this;
   int64_t row = shape_[0] ? numel() / shape_[0] : 0;
-  t.data_ = data_ + start * row;
+  t.data_ = static_cast<char*>(data_) + static_cast<size_t>(start * row) * elementSize(dtype_);
   t.shape_[0] = len;
   return t;
 }
 
 void Tensor::fill(float v) {
-  if (!device_.isCpu()) {
-    fillDeviceMemory(data_, numel(), v, device_);
+  if (dtype_ != DType::F32) {
+    uint16_t bits = 0;
+    ops::encode16Bits(formatOf(dtype_), &v, &bits, 1);
+    uint16_t* p = static_cast<uint16_t*>(data_);
+    if (!device_.isCpu()) {
+      fillDeviceMemory16(p, numel(), bits, device_);
+      return;
+    }
+    for (int64_t i = 0, n = numel(); i < n; ++i) p[i] = bits;
     return;
   }
-  float* p = data_;
+  float* p = data();
+  if (!device_.isCpu()) {
+    fillDeviceMemory(p, numel(), v, device_);
+    return;
+  }
   for (int64_t i = 0, n = numel(); i < n; ++i) p[i] = v;
 }
 
 void Tensor::copyFrom(const Tensor& src) {
   if (src.numel() != numel()) throw ShapeError("copy of " + src.shape_.str() + " into " + shape_.str());
+  if (src.dtype_ != dtype_)
+    throw ShapeError(std::string("copy of a ") + dtypeName(src.dtype_) + " tensor into a " + dtypeName(dtype_) +
+                     " one");
   if (numel() == 0) return;
-  const size_t bytes = static_cast<size_t>(numel()) * sizeof(float);
+  const size_t bytes = this->bytes();
   if (device_.isCpu() && src.device_.isCpu())
     std::memcpy(data_, src.data_, bytes);
   else
@@ -81,17 +126,17 @@ void Tensor::add(const Tensor& src) {
   if (!(src.device_ == device_))
     throw Error("sum of a tensor on " + src.device_.str() + " into one on " + device_.str());
   if (!device_.isCpu()) {
-    addDeviceMemory(data_, src.data_, numel(), device_);
+    addDeviceMemory(data(), src.data(), numel(), device_);
     return;
   }
-  float* dst = data_;
-  const float* from = src.data_;
+  float* dst = data();
+  const float* from = src.data();
   for (int64_t i = 0, n = numel(); i < n; ++i) dst[i] += from[i];
 }
 
 Tensor Tensor::to(Device device) const {
   if (device == device_) return *this;
-  Tensor t = empty(shape_, device);
+  Tensor t = empty(shape_, device, dtype_);
   t.copyFrom(*this);
   return t;
 }

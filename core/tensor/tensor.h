@@ -7,6 +7,7 @@
 // pointer, for kernels only. fill, copyFrom and to() work on any device (see
 // core/backend/device_memory.h for their ordering).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,7 +16,11 @@
 
 namespace dtrain {
 
-enum class DType : uint8_t { F32 };
+// F32 everywhere; BF16 and F16 hold a GPU's activations in a 16-bit
+// precision (core/nn/precision.h), as the formats' bits.
+enum class DType : uint8_t { F32, BF16, F16 };
+inline size_t elementSize(DType t) { return t == DType::F32 ? 4 : 2; }
+const char* dtypeName(DType t);
 
 struct Device {
   enum class Kind : uint8_t { Cpu, Cuda };
@@ -33,10 +38,12 @@ class Tensor {
   Tensor() = default;
 
   // Uninitialised memory, 64-byte aligned.
-  static Tensor empty(const Shape& shape, Device device = Device::cpu());
-  static Tensor zeros(const Shape& shape, Device device = Device::cpu());
+  static Tensor empty(const Shape& shape, Device device = Device::cpu(), DType dtype = DType::F32);
+  static Tensor zeros(const Shape& shape, Device device = Device::cpu(), DType dtype = DType::F32);
   // A non-owning view of `count` floats at `data`; the caller keeps them alive.
   static Tensor view(float* data, const Shape& shape, Device device = Device::cpu());
+  // The same of elements of `dtype` at `data`.
+  static Tensor view(void* data, const Shape& shape, Device device, DType dtype);
   // Host memory the GPU copies from asynchronously (page-locked when a GPU is
   // there; ordinary memory otherwise).
   static Tensor pinned(const Shape& shape);
@@ -45,31 +52,46 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return shape_.numel(); }
   int64_t dim(size_t i) const { return shape_[i]; }
-  DType dtype() const { return DType::F32; }
+  DType dtype() const { return dtype_; }
+  size_t bytes() const { return static_cast<size_t>(numel()) * elementSize(dtype_); }
   Device device() const { return device_; }
 
-  float* data() { return data_; }
-  const float* data() const { return data_; }
+  // The floats of an F32 tensor (throws ShapeError for another dtype: a
+  // 16-bit tensor is read through raw() by code that knows its format).
+  float* data() {
+    if (dtype_ != DType::F32) notFloats();
+    return static_cast<float*>(data_);
+  }
+  const float* data() const {
+    if (dtype_ != DType::F32) notFloats();
+    return static_cast<const float*>(data_);
+  }
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
 
   // Same memory, another shape of the same element count.
   Tensor reshape(const Shape& shape) const;
   // Rows [start, start+len) of the leading dimension, sharing memory.
   Tensor narrow(int64_t start, int64_t len) const;
 
+  // Every element = v (rounded to a 16-bit dtype's format).
   void fill(float v);
   void zero() { fill(0.0f); }
-  // Element counts must match; the devices may differ.
+  // Element counts and dtypes must match; the devices may differ.
   void copyFrom(const Tensor& src);
-  // this += src, element-wise, on this tensor's device (src on the same one).
+  // this += src, element-wise, on this tensor's device (src on the same one; F32).
   void add(const Tensor& src);
   // A copy on `device` (this tensor itself when it is there already).
   Tensor to(Device device) const;
 
  private:
+  [[noreturn]] void notFloats() const;
+
   std::shared_ptr<void> storage_;  // null for views
-  float* data_ = nullptr;
+  void* data_ = nullptr;
   Shape shape_;
   Device device_;
+  DType dtype_ = DType::F32;
 };
 
 }  // namespace dtrain

@@ -62,7 +62,47 @@ inline float fp16Of(float x) {
   return r;
 }
 
+// The bits of an fp16 value from a float that is one already (fp16Of's).
+inline uint16_t fp16BitsOf(float r) {
+  const uint32_t u = bitsOf(r);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t a = u & kAbsMask;
+  if (a > kInfBits) return sign | 0x7e00u;
+  if (a == kInfBits) return sign | 0x7c00u;
+  if (a < kFp16MinNormalBits)  // a subnormal: a whole number of 2^-24 steps, below 1024
+    return sign | static_cast<uint16_t>(std::fabs(r) * (1.0f / kFp16SubnormalStep));
+  const uint32_t exponent = (a >> 23) - 127 + 15;  // 1 .. 30
+  return sign | static_cast<uint16_t>((exponent << 10) | ((a >> 13) & 0x3ffu));
+}
+
+inline float floatOfFp16Bits(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0) {
+    const float magnitude = static_cast<float>(mantissa) * kFp16SubnormalStep;
+    return floatOf(bitsOf(magnitude) | sign);
+  }
+  if (exponent == 31) return floatOf(sign | kInfBits | (mantissa << 13));
+  return floatOf(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
+}
+
 }  // namespace
+
+void encode16Bits(HalfFormat format, const float* x, uint16_t* bits, int64_t n) {
+  if (format == HalfFormat::Bf16) {
+    for (int64_t i = 0; i < n; ++i) bits[i] = static_cast<uint16_t>(bitsOf(bf16Of(x[i])) >> 16);
+  } else {
+    for (int64_t i = 0; i < n; ++i) bits[i] = fp16BitsOf(fp16Of(x[i]));
+  }
+}
+
+void decode16Bits(HalfFormat format, const uint16_t* bits, float* x, int64_t n) {
+  if (format == HalfFormat::Bf16) {
+    for (int64_t i = 0; i < n; ++i) x[i] = floatOf(static_cast<uint32_t>(bits[i]) << 16);
+  } else {
+    for (int64_t i = 0; i < n; ++i) x[i] = floatOfFp16Bits(bits[i]);
+  }
+}
 
 void roundTo16Bits(HalfFormat format, const float* x, float* y, int64_t n) {
   if (format == HalfFormat::Bf16) {

@@ -20,6 +20,11 @@ class Scratch {
     }
     return buffer_.data();
   }
+  // At least `count` elements of `dtype` (a GPU layer's 16-bit scratch).
+  void* elements(int64_t count, DType dtype, Device device) {
+    const int64_t floats = (count * static_cast<int64_t>(elementSize(dtype)) + 3) / 4;
+    return floats == 0 ? nullptr : static_cast<void*>(this->floats(floats, device));
+  }
 
  private:
   Tensor buffer_;
