@@ -16,6 +16,7 @@
 #include "core/backend/span_clock.h"
 #include "core/backend/step_graph.h"
 #include "core/backend/step_scalars.h"
+#include "core/tensor/tensor.h"
 
 namespace dtrain {
 
@@ -30,6 +31,8 @@ class CudaBackend {
   virtual void copy(int device, void* dst, const void* src, size_t bytes, bool to_host) = 0;
   virtual void fill(int device, float* p, int64_t n, float value) = 0;
   virtual void add(int device, float* dst, const float* src, int64_t n) = 0;
+  virtual void fill16(int device, uint16_t* p, int64_t n, uint16_t bits) = 0;
+  virtual void convert(int device, const void* src, DType from, void* dst, DType to, int64_t n) = 0;
 
   // core/backend/device_ops.h's meaning.
   virtual void sgdUpdate(int device, float* params, const float* grads, float* momentum_buf, int64_t n,
@@ -60,6 +63,6 @@ class CudaBackend {
 // The module's entry points, by name; each is a C function so dlsym finds it
 // unmangled. `_v1` changes when a signature does, so a stale module is named
 // as such instead of being called wrongly.
-inline constexpr const char* kCudaBackendEntry = "dtrain_cuda_backend_v2";  // CudaBackend* ()
+inline constexpr const char* kCudaBackendEntry = "dtrain_cuda_backend_v3";  // CudaBackend* ()
 
 }  // namespace dtrain

@@ -1,6 +1,7 @@
 // The module's CudaBackend (core/backend/cuda_backend.h): the engine's doors
 // to device memory, the optimizer updates and the loss, on CudaContext.
 #include "core/backend/cuda/clip_kernels.h"
+#include "core/backend/cuda/convert_kernels.h"
 #include "core/backend/cuda/cuda_batch_stager.h"
 #include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda/cuda_context.h"
@@ -32,6 +33,14 @@ class CudaBackendImpl final : public CudaBackend {
   }
   void add(int device, float* dst, const float* src, int64_t n) override {
     CudaContext::of(device).add(dst, src, n);
+  }
+  void fill16(int device, uint16_t* p, int64_t n, uint16_t bits) override {
+    cuda::fill16(p, n, bits, CudaContext::of(device).stream());
+    launched("launch a 16-bit fill");
+  }
+  void convert(int device, const void* src, DType from, void* dst, DType to, int64_t n) override {
+    cuda::convert(src, from, dst, to, n, CudaContext::of(device).stream());
+    launched("launch a conversion between float and 16 bits");
   }
 
   void sgdUpdate(int device, float* params, const float* grads, float* momentum_buf, int64_t n, double lr,
@@ -100,7 +109,7 @@ class CudaBackendImpl final : public CudaBackend {
 
 }  // namespace dtrain
 
-extern "C" dtrain::CudaBackend* dtrain_cuda_backend_v2() {
+extern "C" dtrain::CudaBackend* dtrain_cuda_backend_v3() {
   static dtrain::CudaBackendImpl backend;  // lives as long as the module, which is never unloaded
   return &backend;
 }
