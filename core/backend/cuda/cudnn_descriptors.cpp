@@ -27,17 +27,26 @@ void checkFitsInt(int64_t a, int64_t b, int64_t c, int64_t d, const char* what) 
 
 }  // namespace
 
-CudnnTensorDescriptor::CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w) {
+cudnnDataType_t cudnnDataTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return CUDNN_DATA_FLOAT;
+    case DType::BF16: return CUDNN_DATA_BFLOAT16;
+    case DType::F16: return CUDNN_DATA_HALF;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+CudnnTensorDescriptor::CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type) {
   checkFitsInt(n, c, h, w, "tensor");
-  checkCudnn(cudnnSetTensor4dDescriptor(get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n),
+  checkCudnn(cudnnSetTensor4dDescriptor(get(), CUDNN_TENSOR_NCHW, type, static_cast<int>(n),
                                         static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)),
              ("describe tensor " + shapeText(n, c, h, w)).c_str());
 }
 
 CudnnFilterDescriptor::CudnnFilterDescriptor(int64_t filters, int64_t channels, int64_t kernel_h,
-                                             int64_t kernel_w) {
+                                             int64_t kernel_w, cudnnDataType_t type) {
   checkFitsInt(filters, channels, kernel_h, kernel_w, "filter");
-  checkCudnn(cudnnSetFilter4dDescriptor(get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(filters),
+  checkCudnn(cudnnSetFilter4dDescriptor(get(), type, CUDNN_TENSOR_NCHW, static_cast<int>(filters),
                                         static_cast<int>(channels), static_cast<int>(kernel_h),
                                         static_cast<int>(kernel_w)),
              ("describe filter " + shapeText(filters, channels, kernel_h, kernel_w)).c_str());

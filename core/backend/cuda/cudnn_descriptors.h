@@ -1,6 +1,8 @@
 // Owners of the cuDNN descriptors the convolution and pooling layers use:
 // each is created and filled on construction and destroyed with the object.
-// All describe fp32 data in row-major NCHW (filters [F,C,kh,kw]), packed.
+// They describe fp32 data in row-major NCHW (filters [F,C,kh,kw]), packed,
+// unless given another data type (cudnnDataTypeOf: a 16-bit precision's
+// tensors; their convolutions still sum in fp32).
 //
 // cuDNN 9 marks the filter, convolution and pooling descriptors deprecated in
 // favour of its graph API; they are still the way to run these operations
@@ -12,8 +14,12 @@
 #include <utility>
 
 #include "core/backend/cuda/cudnn_handle.h"
+#include "core/tensor/tensor.h"
 
 namespace dtrain {
+
+// CUDNN_DATA_FLOAT, _BFLOAT16 or _HALF.
+cudnnDataType_t cudnnDataTypeOf(DType dtype);
 
 // Ownership of one descriptor handle; movable, not copyable.
 template <typename Handle, cudnnStatus_t (*Create)(Handle*), cudnnStatus_t (*Destroy)(Handle)>
@@ -45,7 +51,7 @@ class CudnnDescriptor {
 class CudnnTensorDescriptor : public CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
                                                      cudnnDestroyTensorDescriptor> {
  public:
-  CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w);
+  CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type = CUDNN_DATA_FLOAT);
 };
 
 // Convolution weights [filters, channels, kh, kw], fp32 (channels per group
@@ -53,7 +59,8 @@ class CudnnTensorDescriptor : public CudnnDescriptor<cudnnTensorDescriptor_t, cu
 class CudnnFilterDescriptor : public CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
                                                      cudnnDestroyFilterDescriptor> {
  public:
-  CudnnFilterDescriptor(int64_t filters, int64_t channels, int64_t kernel_h, int64_t kernel_w);
+  CudnnFilterDescriptor(int64_t filters, int64_t channels, int64_t kernel_h, int64_t kernel_w,
+                        cudnnDataType_t type = CUDNN_DATA_FLOAT);
 };
 
 // A 2-D cross-correlation (the layer's meaning of convolution: the kernel is
