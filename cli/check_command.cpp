@@ -29,7 +29,6 @@ int runCheck(const CheckArgs& args) {
       jobTfConfig(job, [](const char* name) -> const char* { return std::getenv(name); });
   const Device device = resolveDevice(job.job.device);
   DatasetInfo data = peekDataset(job.data);
-  refuseUnbuiltPrecision(job.job, device);
   auto model = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
   model->setPrecision(precisionNamed(job.job.precision));
   // A pipeline's stages too: a bad one is the one line of output.

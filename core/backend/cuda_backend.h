@@ -13,6 +13,7 @@
 
 #include "core/backend/batch_stager.h"
 #include "core/backend/device_loss.h"
+#include "core/backend/half_copy.h"
 #include "core/backend/span_clock.h"
 #include "core/backend/step_graph.h"
 #include "core/backend/step_scalars.h"
@@ -33,17 +34,19 @@ class CudaBackend {
   virtual void add(int device, float* dst, const float* src, int64_t n) = 0;
   virtual void fill16(int device, uint16_t* p, int64_t n, uint16_t bits) = 0;
   virtual void convert(int device, const void* src, DType from, void* dst, DType to, int64_t n) = 0;
+  virtual void add16(int device, void* dst, const void* src, DType dtype, int64_t n) = 0;
 
   // core/backend/device_ops.h's meaning.
   virtual void sgdUpdate(int device, float* params, const float* grads, float* momentum_buf, int64_t n,
-                         double lr, double momentum, bool nesterov, double weight_decay) = 0;
+                         double lr, double momentum, bool nesterov, double weight_decay, const HalfCopy& half) = 0;
   virtual void adamUpdate(int device, float* params, const float* grads, float* m, float* v, int64_t n,
                           double lr, double beta1, double beta2, double eps, double weight_decay,
-                          bool decoupled, int64_t step) = 0;
+                          bool decoupled, int64_t step, const HalfCopy& half) = 0;
   virtual void sgdUpdateFromDevice(int device, float* params, const float* grads, float* momentum_buf,
-                                   int64_t n, bool momentum, bool nesterov, const StepScalars* scalars) = 0;
+                                   int64_t n, bool momentum, bool nesterov, const StepScalars* scalars,
+                                   const HalfCopy& half) = 0;
   virtual void adamUpdateFromDevice(int device, float* params, const float* grads, float* m, float* v,
-                                    int64_t n, const StepScalars* scalars) = 0;
+                                    int64_t n, const StepScalars* scalars, const HalfCopy& half) = 0;
   virtual void setTf32(int device, bool allow) = 0;
   virtual void scale(int device, float* x, int64_t n, float s) = 0;
   virtual double sumOfSquares(int device, const float* x, int64_t n) = 0;

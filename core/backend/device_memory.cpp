@@ -50,6 +50,10 @@ void convertDeviceMemory(const void* src, DType from, void* dst, DType to, int64
   cudaBackend(device).convert(device.index, src, from, dst, to, n);
 }
 
+void addDeviceMemory16(void* dst, const void* src, DType dtype, int64_t n, Device device) {
+  cudaBackend(device).add16(device.index, dst, src, dtype, n);
+}
+
 void addDeviceMemory(float* dst, const float* src, int64_t n, Device device) {
   cudaBackend(device).add(device.index, dst, src, n);
 }

@@ -34,6 +34,9 @@ void fillDeviceMemory16(uint16_t* p, int64_t n, uint16_t bits, Device device);
 // Between float and 16-bit dtypes on `device` (either way; F32 -> 16 bits
 // rounds to nearest even, as ops::roundTo16Bits; the reverse is exact), n values.
 void convertDeviceMemory(const void* src, DType from, void* dst, DType to, int64_t n, Device device);
+// dst[i] += src[i] for n values of 16-bit `dtype` on `device`, summed in
+// float and rounded back.
+void addDeviceMemory16(void* dst, const void* src, DType dtype, int64_t n, Device device);
 // dst[i] += src[i] for n floats on `device`.
 void addDeviceMemory(float* dst, const float* src, int64_t n, Device device);
 

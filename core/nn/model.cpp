@@ -238,8 +238,15 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const 
   }
   store_ = &store;
   bound_grads_ = grads;
-  bindParams();
   capacity_ = capacity;
+  bindParams();
+  allocateActivations();
+}
+
+void Model::allocateActivations() {
+  const Device device = bound_grads_.device();
+  const DType dtype = activationDType();
+  const int64_t capacity = capacity_;
   act_storage_.clear();
   grad_storage_.clear();
   int64_t scratch = 0;
@@ -261,70 +268,14 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const 
       grad_storage_.push_back(grad_storage_[alias_of_[i]].reshape(s));
       continue;
     }
-    act_storage_.push_back(Tensor::empty(s, grads.device()));
-    grad_storage_.push_back(Tensor::empty(s, grads.device()));
+    act_storage_.push_back(Tensor::empty(s, device, dtype));
+    grad_storage_.push_back(Tensor::empty(s, device, dtype));
   }
   scratch_storage_.clear();
   for (size_t k = 0; k < slots; ++k)
-    scratch_storage_.push_back(Tensor::empty(Shape{scratch}, grads.device()));
+    scratch_storage_.push_back(Tensor::empty(Shape{scratch}, device, dtype));
   act_ = act_storage_;
   grad_ = grad_storage_;
-}
-
-void Model::bindParams() {
-  const ParamStore& store = *store_;
-  const bool sixteen = isSixteenBit(precision_);
-  if (sixteen && !bound_grads_.device().isCpu())
-    throw Error("[job] precision = \"" + std::string(precisionName(precision_)) +
-                "\" runs on the CPU only in this version (its GPU kernels are not built yet)");
-  rounded_ranges_.clear();
-  rounded_params_ = sixteen ? Tensor::zeros(Shape{std::max<int64_t>(store.size(), 1)}) : Tensor();
-  size_t entry = 0;
-  for (Node& n : nodes_) {
-    const bool rounded = sixteen && n.layer->sixteenBitRole() == SixteenBitRole::Product;
-    std::vector<Tensor> params, param_grads;
-    for (const ParamSpec& spec : n.layer->paramSpecs()) {
-      const ParamEntry& e = store.entries().at(entry);
-      if (e.name != n.layer->name() + "." + spec.name || e.shape != spec.shape)
-        throw Error("parameter layout mismatch at " + e.name);
-      params.push_back(store.view(rounded ? rounded_params_ : store.params(), entry));
-      param_grads.push_back(store.view(bound_grads_, entry));
-      if (rounded) rounded_ranges_.emplace_back(e.offset, e.shape.numel());
-      ++entry;
-    }
-    n.layer->bind(params, param_grads);
-  }
-}
-
-void Model::setPrecision(Precision precision) {
-  precision_ = precision;
-  if (store_) bindParams();
-}
-
-void Model::roundIn16Bits(Tensor& t) const {
-  if (isSixteenBit(precision_)) ops::roundTo16Bits(halfFormatOf(precision_), t.data(), t.data(), t.numel());
-}
-
-const std::vector<const Tensor*>& Model::readableInputs(const std::vector<const Tensor*>& inputs, bool round) {
-  if (inputs.size() != cut_inputs_.size())
-    throw Error("a model part of " + std::to_string(cut_inputs_.size()) + " inputs was given " +
-                std::to_string(inputs.size()));
-  readable_inputs_ = inputs;
-  if (!isSixteenBit(precision_)) return readable_inputs_;
-  rounded_input_storage_.resize(cut_inputs_.size());
-  rounded_inputs_.resize(cut_inputs_.size());
-  for (size_t k = 0; k < cut_inputs_.size(); ++k) {
-    // Results of earlier parts arrive rounded already; the network's input
-    // is rounded here, as a 16-bit path would store it.
-    if (cut_inputs_[k].name != "input") continue;
-    const Tensor& in = *inputs[k];
-    Tensor& storage = rounded_input_storage_[k];
-    if (storage.numel() < in.numel()) storage = Tensor::empty(Shape{in.numel()});
-    rounded_inputs_[k] = storage.narrow(0, in.numel()).reshape(in.shape());
-    if (round) ops::roundTo16Bits(halfFormatOf(precision_), in.data(), rounded_inputs_[k].data(), in.numel());
-    readable_inputs_[k] = &rounded_inputs_[k];
-  }
-  return readable_inputs_;
 }
 
 std::vector<const Tensor*> Model::inputsOf(const Node& node, const std::vector<const Tensor*>& inputs) const {
@@ -335,14 +286,15 @@ std::vector<const Tensor*> Model::inputsOf(const Node& node, const std::vector<c
 
 std::vector<const Tensor*> Model::outputs() const {
   std::vector<const Tensor*> out;
-  for (int o : outputs_) out.push_back(&act_[o]);
+  for (size_t k = 0; k < outputs_.size(); ++k)
+    out.push_back(outputs_in_floats_.empty() ? &act_[outputs_[k]] : &outputs_in_floats_[k]);
   return out;
 }
 
 const Tensor& Model::forward(const Tensor& input, const LayerContext& ctx) {
   one_input_.assign(1, &input);  // kept, so a whole model's step allocates nothing here
   forward(one_input_, ctx);
-  return act_.back();
+  return outputs_in_floats_.empty() ? act_.back() : outputs_in_floats_.back();
 }
 
 void Model::backward(const Tensor& input, const Tensor& doutput, const LayerContext& ctx) {
@@ -362,14 +314,7 @@ void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext
     act_[i] = act_storage_[i].narrow(0, n);
     grad_[i] = grad_storage_[i].narrow(0, n);
   }
-  if (!rounded_ranges_.empty()) {
-    // The weights this pass multiplies with, as a 16-bit path casts them
-    // once per step: the current fp32 masters, rounded.
-    const float* master = store_->params().data();
-    float* rounded = rounded_params_.data();
-    for (const auto& [offset, count] : rounded_ranges_)
-      ops::roundTo16Bits(halfFormatOf(precision_), master + offset, rounded + offset, count);
-  }
+  castParamsTo16Bits();
   LayerContext c = ctx;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (alias_of_[i] >= 0) continue;
@@ -379,6 +324,7 @@ void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext
     roundIn16Bits(act_[i]);
     if (ctx.layer_timer) ctx.layer_timer->end(static_cast<int>(i), false);
   }
+  resultsInFloats(n);
 }
 
 void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& doutputs,
@@ -398,7 +344,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
   // out starts from the gradient a later part sent, which its readers here add to.
   std::vector<int> written(nodes_.size(), 0);
   for (size_t k = 0; k < outputs_.size(); ++k) {
-    grad_[outputs_[k]].copyFrom(*doutputs[k]);
+    assignConverted(grad_[outputs_[k]], *doutputs[k]);
     roundIn16Bits(grad_[outputs_[k]]);
     written[outputs_[k]] = 1;
   }
@@ -422,7 +368,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
       if (in < 0) {  // a cut input: its gradient goes back to the part it came from, if it needs one
         const auto k = static_cast<size_t>(-1 - in);
         if (cut_inputs_[k].needs_gradient && dinputs[k]) {
-          target = dinputs[k];
+          target = inputGradientTarget(k, *dinputs[k]);
           count = &input_written[k];
         }
       } else if (trained_path_[in]) {
@@ -457,6 +403,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
     if (ctx.layer_timer) ctx.layer_timer->end(i, true);
     if (ctx.backward_listener && !split) ctx.backward_listener->layerDone(i);
   }
+  inputGradientsInFloats(dinputs, input_written);
 }
 
 void Model::backwardParams(const std::vector<const Tensor*>& inputs, const LayerContext& ctx) {
@@ -477,11 +424,11 @@ void Model::backwardParams(const std::vector<const Tensor*>& inputs, const Layer
 }
 
 int64_t Model::activationBytes() const {
-  int64_t floats = 0;
+  size_t bytes = 0;
   for (size_t i = 0; i < act_storage_.size(); ++i)
-    if (alias_of_[i] < 0) floats += act_storage_[i].numel() + grad_storage_[i].numel();
-  for (const Tensor& t : scratch_storage_) floats += t.numel();
-  return floats * static_cast<int64_t>(sizeof(float));
+    if (alias_of_[i] < 0) bytes += act_storage_[i].bytes() + grad_storage_[i].bytes();
+  for (const Tensor& t : scratch_storage_) bytes += t.bytes();
+  return static_cast<int64_t>(bytes);
 }
 
 int64_t Model::forwardFlops() const {

@@ -75,13 +75,31 @@ class Model {
   void bind(const ParamStore& store, Tensor grads, int64_t capacity, const ParamStore* buffers = nullptr);
 
   // The arithmetic of forward and backward (core/nn/precision.h); fp32 until
-  // set. In bf16 and fp16 (CPU only) the model rounds to the format every
+  // set. In bf16 and fp16 on the CPU the model rounds to the format every
   // value a 16-bit path stores: the network input, each layer's result and
   // each activation gradient (the loss's included), and, at the start of
   // every forward, the Product layers' parameters into a copy of its own
-  // that those layers read; parameter gradients stay fp32. Before or after bind().
+  // that those layers read; parameter gradients stay fp32.
+  // On a GPU the activations and their gradients are 16-bit tensors
+  // (DType::BF16 / F16) that the layers read and write, and the Product
+  // layers read a 16-bit copy of the parameters (halfParams()). What crosses
+  // the model's edges stays float: the cut inputs are converted in, the
+  // results out (forward's return, outputs()) and the input gradients
+  // (backward's dinputs) are converted out, and the gradients of the results
+  // are converted in, so the loss, the strategies and the pipeline's messages
+  // see floats holding 16-bit values, as on the CPU. Before or after bind().
   void setPrecision(Precision precision);
   Precision precision() const { return precision_; }
+  // The dtype of the activations bind() allocates: BF16 or F16 for a 16-bit
+  // precision on a GPU, else F32.
+  DType activationDType() const;
+  // On a GPU in a 16-bit precision: every parameter in the flat buffer's
+  // layout, in the activations' dtype (undefined otherwise). Each forward
+  // casts the fp32 masters into it first, unless an optimizer update wrote
+  // it from the masters it had just computed (a fused cast-and-update) and
+  // said so through paramsCastByUpdate() since the last forward.
+  Tensor& halfParams() { return half_params_; }
+  void paramsCastByUpdate() { half_params_current_ = half_params_.defined() && half_params_.numel() > 0; }
 
   // Forward of `n` samples (n <= capacity); returns the output activations [n, ...].
   const Tensor& forward(const Tensor& input, const LayerContext& ctx);
@@ -136,12 +154,30 @@ class Model {
   // Points the layers at the store's parameters (Product layers at the
   // rounded copy in a 16-bit precision) and at the gradient buffer.
   void bindParams();
-  // 16-bit precisions: rounds `t` in place to the format (no-op otherwise).
+  // The activations, their gradients and the scratch sums for capacity_
+  // samples, of activationDType(), on the gradients' device.
+  void allocateActivations();
+  // Whether the layers compute in 16-bit tensors (a GPU in bf16 or fp16).
+  bool deviceIn16Bits() const;
+  // CPU 16-bit precisions: rounds the float tensor `t` in place to the
+  // format (no-op otherwise: a 16-bit tensor is rounded already).
   void roundIn16Bits(Tensor& t) const;
-  // The cut inputs as the layers read them: the network input rounded into a
-  // buffer of the model's in a 16-bit precision, the rest as given. Throws
-  // when their count is not the cut's.
+  // The cut inputs as the layers read them: in a 16-bit precision the network
+  // input rounded into a buffer of the model's (on a GPU every cut input,
+  // converted to 16 bits); the rest as given. Throws when their count is not
+  // the cut's.
   const std::vector<const Tensor*>& readableInputs(const std::vector<const Tensor*>& inputs, bool round);
+  // forward's start: the Product layers' 16-bit parameters from the masters.
+  void castParamsTo16Bits();
+  // forward's end on a GPU in 16 bits: the results out converted to floats.
+  void resultsInFloats(int64_t n);
+  // dst = src, converting between float and 16 bits when their dtypes differ.
+  static void assignConverted(Tensor& dst, const Tensor& src);
+  // Where backward writes cut input k's gradient: the caller's `given`, or on
+  // a GPU in 16 bits a 16-bit buffer of the model's, converted into `given`
+  // by inputGradientsInFloats once backward is done.
+  Tensor* inputGradientTarget(size_t k, Tensor& given);
+  void inputGradientsInFloats(const std::vector<Tensor*>& dinputs, const std::vector<int>& written);
 
   std::vector<Node> nodes_;                  // topological order; output last
   std::vector<ModelCut::Input> cut_inputs_;  // node input -1 - k is cut_inputs_[k]
@@ -168,6 +204,13 @@ class Model {
   std::vector<std::pair<int64_t, int64_t>> rounded_ranges_;
   std::vector<Tensor> rounded_input_storage_, rounded_inputs_;  // per cut input: the network input's rounded copy
   std::vector<const Tensor*> readable_inputs_;
+  // A GPU in 16 bits: the parameters' 16-bit copy (halfParams()), whether an
+  // update wrote it since the last forward, the results out in floats, and
+  // the cut inputs' 16-bit gradients.
+  Tensor half_params_;
+  bool half_params_current_ = false;
+  std::vector<Tensor> outputs_in_floats_storage_, outputs_in_floats_;
+  std::vector<Tensor> input_grad_storage_, input_grads_;
 };
 
 }  // namespace dtrain

@@ -38,7 +38,9 @@ int64_t ParamStore::count() const {
 
 Tensor ParamStore::view(const Tensor& flat, size_t i) const {
   const ParamEntry& e = entries_.at(i);
-  return Tensor::view(const_cast<float*>(flat.data()) + e.offset, e.shape, flat.device());
+  char* base = static_cast<char*>(const_cast<void*>(flat.raw()));
+  return Tensor::view(base + static_cast<size_t>(e.offset) * elementSize(flat.dtype()), e.shape, flat.device(),
+                      flat.dtype());
 }
 
 void ParamStore::initialize(uint64_t seed) {

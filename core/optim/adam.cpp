@@ -40,12 +40,13 @@ void Adam::update(float* params, const float* grads, int64_t begin, int64_t end,
   if (info.step < 1) throw Error(name() + ": step must be >= 1, got " + std::to_string(info.step));
   if (!device_.isCpu() && info.on_device) {
     device_ops::adamUpdateFromDevice(device_, params + begin, grads + begin, m_.data() + begin,
-                                     v_.data() + begin, end - begin, info.on_device);
+                                     v_.data() + begin, end - begin, info.on_device, info.half_copy.at(begin));
     return;
   }
   if (!device_.isCpu()) {
     device_ops::adamUpdate(device_, params + begin, grads + begin, m_.data() + begin, v_.data() + begin,
-                           end - begin, info.lr, beta1_, beta2_, eps_, weight_decay_, decoupled_, info.step);
+                           end - begin, info.lr, beta1_, beta2_, eps_, weight_decay_, decoupled_, info.step,
+                           info.half_copy.at(begin));
     return;
   }
   const update_rules::AdamScalars s =

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/backend/half_copy.h"
 #include "core/backend/step_scalars.h"
 #include "core/config/job_config.h"
 #include "core/tensor/tensor.h"
@@ -36,6 +37,9 @@ struct StepInfo {
   // writeStepScalars wrote them) instead of taking lr and step by value, so
   // an update recorded in a CUDA graph replays with each step's own.
   const StepScalars* on_device = nullptr;
+  // GPU: a 16-bit copy of all the parameters (the flat layout, from element
+  // 0) that the update writes too (core/backend/half_copy.h); no data: none.
+  HalfCopy half_copy;
 };
 
 class Optimizer {

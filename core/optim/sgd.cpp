@@ -43,13 +43,13 @@ void Sgd::update(float* params, const float* grads, int64_t begin, int64_t end, 
   if (!device_.isCpu() && info.on_device) {
     device_ops::sgdUpdateFromDevice(device_, params + begin, grads + begin,
                                     momentum_ != 0.0 ? momentum_buf_.data() + begin : nullptr, end - begin,
-                                    momentum_ != 0.0, nesterov_, info.on_device);
+                                    momentum_ != 0.0, nesterov_, info.on_device, info.half_copy.at(begin));
     return;
   }
   if (!device_.isCpu()) {
     device_ops::sgdUpdate(device_, params + begin, grads + begin,
                           momentum_ != 0.0 ? momentum_buf_.data() + begin : nullptr, end - begin, info.lr,
-                          momentum_, nesterov_, weight_decay_);
+                          momentum_, nesterov_, weight_decay_, info.half_copy.at(begin));
     return;
   }
   const update_rules::SgdScalars s = update_rules::sgdScalars(info.lr, momentum_, weight_decay_);

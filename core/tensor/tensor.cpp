@@ -125,6 +125,23 @@ void Tensor::add(const Tensor& src) {
   if (src.numel() != numel()) throw ShapeError("sum of " + src.shape_.str() + " into " + shape_.str());
   if (!(src.device_ == device_))
     throw Error("sum of a tensor on " + src.device_.str() + " into one on " + device_.str());
+  if (src.dtype_ != dtype_)
+    throw ShapeError(std::string("sum of a ") + dtypeName(src.dtype_) + " tensor into a " + dtypeName(dtype_) +
+                     " one");
+  if (dtype_ != DType::F32) {
+    if (!device_.isCpu()) {
+      addDeviceMemory16(data_, src.data_, dtype_, numel(), device_);
+      return;
+    }
+    // Host 16-bit tensors (tests): summed in float, rounded back.
+    const int64_t n = numel();
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    ops::decode16Bits(formatOf(dtype_), static_cast<const uint16_t*>(data_), a.data(), n);
+    ops::decode16Bits(formatOf(dtype_), static_cast<const uint16_t*>(src.data_), b.data(), n);
+    for (int64_t i = 0; i < n; ++i) a[static_cast<size_t>(i)] += b[static_cast<size_t>(i)];
+    ops::encode16Bits(formatOf(dtype_), a.data(), static_cast<uint16_t*>(data_), n);
+    return;
+  }
   if (!device_.isCpu()) {
     addDeviceMemory(data(), src.data(), numel(), device_);
     return;

@@ -79,7 +79,8 @@ class Tensor {
   void zero() { fill(0.0f); }
   // Element counts and dtypes must match; the devices may differ.
   void copyFrom(const Tensor& src);
-  // this += src, element-wise, on this tensor's device (src on the same one; F32).
+  // this += src, element-wise, on this tensor's device (src on the same one,
+  // of the same dtype; a 16-bit sum is rounded back to its format).
   void add(const Tensor& src);
   // A copy on `device` (this tensor itself when it is there already).
   Tensor to(Device device) const;

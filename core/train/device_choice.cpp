@@ -35,19 +35,13 @@ Device resolveDevice(const std::string& configured, int local_index) {
   return Device::cuda(local_index % gpus);
 }
 
-void refuseUnbuiltPrecision(const JobSection& job, Device device) {
-  if (!device.isCpu() && (job.precision == "bf16" || job.precision == "fp16"))
-    throw ConfigError("[job] precision = \"" + job.precision + "\" runs on the CPU only in this version (its GPU "
-                      "kernels are not built yet); use device = \"cpu\" with it, or precision = \"tf32\" on " +
-                      device.str());
-}
-
 std::string describePrecision(const JobConfig& job) {
   const std::string& p = job.job.precision;
   if (p == "fp32") return "fp32";
   if (p == "tf32") return "tf32 (GPU matrix products and convolutions on tensor cores; fp32 elsewhere)";
   std::string s = p + " (mixed: activations and their gradients in " + p +
-                  ", products summed in fp32; on the CPU the fp32 kernels on values rounded to " + p +
+                  ", products summed in fp32; on a GPU " + p + " tensors and tensor-core products, on the CPU the "
+                  "fp32 kernels on values rounded to " + p +
                   "); weights, their gradients, optimizer state and checkpoints fp32";
   if (p == "fp16") {
     char scaling[160];
@@ -61,7 +55,6 @@ std::string describePrecision(const JobConfig& job) {
 
 Device computeDevice(const JobSection& job, int local_index) {
   const Device device = resolveDevice(job.device, local_index);
-  refuseUnbuiltPrecision(job, device);
   if (!device.isCpu()) device_ops::setTf32(device, job.precision == "tf32");
   return device;
 }

@@ -17,9 +17,6 @@ Device resolveDevice(const std::string& configured, int local_index = 0);
 // resolveDevice for a job that computes: also sets a GPU's arithmetic to
 // [job] precision (TF32 on or off).
 Device computeDevice(const JobSection& job, int local_index = 0);
-// Throws ConfigError for a precision this build cannot run on `device`
-// (bf16 and fp16 on a GPU: their kernels are not built yet).
-void refuseUnbuiltPrecision(const JobSection& job, Device device);
 // [job] precision in words, for `dtrain check`: what is stored and summed in which format.
 std::string describePrecision(const JobConfig& job);
 // "cuda:0 (NVIDIA H100 80GB HBM3)", "cpu".

@@ -26,7 +26,8 @@ LocalStep::~LocalStep() = default;
 std::string LocalStep::describe() const { return recorded_ ? ", steps replayed as CUDA graphs" : ""; }
 
 StepFigures LocalStep::runAlone(const StepInput& in) {
-  if (recorded_ && recorded_->takes(in.batch)) {
+  // An fp16 step decides on the host whether it updates: never replayed.
+  if (recorded_ && recorded_->takes(in.batch) && !lossScaled(parts_)) {
     const int64_t replayed = recorded_->replayed();
     recorded_->run(in.batch, in.lr, in.update, in.seed);
     if (parts_.graph_replays) *parts_.graph_replays += recorded_->replayed() - replayed;
@@ -117,14 +118,33 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   const StepInfo info{in.lr, in.update};
   PhaseSpan span(parts_.profile, DevicePhase::Optimizer);
   if (onDevice()) {
-    if (lossScaled(parts_)) throw Error("LocalStep: fp16 loss scaling runs on the CPU only in this version");
-    if (clip_norm > 0) clip(clip_norm);
-    parts_.optimizer->update(params, grads, 0, store.size(), info);
+    std::vector<std::pair<std::string, double>> extra;
+    if (lossScaled(parts_)) {
+      // fp16: the step's overflow decision needs the gradients' sum of
+      // squares on the host (one wait per step; such steps are never
+      // recorded as CUDA graphs), then unscaling and clipping in one scale.
+      StepFigures decided{figures, false};
+      const std::optional<float> f =
+          updateFactor(parts_, in, device_ops::sumOfSquares(parts_.device, grads, store.size()), decided);
+      extra = decided.extra;
+      if (!f) {
+        StepFigures skipped = skipUpdate(figures);
+        skipped.extra = extra;
+        return skipped;
+      }
+      if (*f != 1.0f) device_ops::scale(parts_.device, grads, store.size(), *f);
+    } else if (clip_norm > 0) {
+      clip(clip_norm);
+    }
+    StepInfo fused = info;
+    fused.half_copy = replicas.updatedHalfCopy();  // the fused cast-and-update of a 16-bit precision
+    parts_.optimizer->update(params, grads, 0, store.size(), fused);
+    if (fused.half_copy.data) replicas.halfCopyWritten();
     replicas.grads().zero();
-    if (device_figures_ == DeviceFigures::ReadBeforeUpdate) return StepFigures{figures, false};
+    if (device_figures_ == DeviceFigures::ReadBeforeUpdate) return StepFigures{figures, false, extra};
     // Read a step later, when the device has long got there.
     replicas.snapshotDeviceFigures();
-    return StepFigures{BatchFigures{}, true};
+    return StepFigures{BatchFigures{}, true, extra};
   }
   WorkerPool& pool = replicas.pool();
   auto range = [&](int t) { return WorkerPool::split(store.size(), pool.size(), t, 16); };

@@ -27,7 +27,10 @@ void RecordedSteps::queue(const Batch& batch, const BatchStager::Staged& staged,
   float* grads = replicas_.grads().data();
   if (clip_norm_ > 0) device_ops::clipByNorm(replicas_.device(), grads, store.size(), clip_norm_);
   // lr and step by value are not read: the kernel takes them from on_device.
-  optimizer_.update(store.params().data(), grads, 0, store.size(), StepInfo{0.0, 1, on_device});
+  StepInfo info{0.0, 1, on_device};
+  info.half_copy = replicas_.updatedHalfCopy();  // the fused cast-and-update of a 16-bit precision
+  optimizer_.update(store.params().data(), grads, 0, store.size(), info);
+  if (info.half_copy.data) replicas_.halfCopyWritten();
   replicas_.grads().zero();
 }
 

@@ -20,6 +20,7 @@
 
 #include "core/backend/batch_stager.h"
 #include "core/backend/device_loss.h"
+#include "core/backend/half_copy.h"
 #include "core/config/job_config.h"
 #include "core/nn/gpu_layer_options.h"
 #include "core/nn/layer_registry.h"
@@ -76,6 +77,14 @@ class ReplicaSet {
   void setPrecision(Precision precision) {
     for (Replica& r : replicas_) r.model->setPrecision(precision);
   }
+  // A GPU in a 16-bit precision: the model's 16-bit parameter copy, for an
+  // update to write as it computes the masters (none otherwise); after such
+  // an update, halfCopyWritten() spares the next forward its cast.
+  HalfCopy updatedHalfCopy() {
+    Tensor& half = replicas_[0].model->halfParams();
+    return half.defined() && half.numel() > 0 ? HalfCopy{half.raw(), half.dtype()} : HalfCopy{};
+  }
+  void halfCopyWritten() { replicas_[0].model->paramsCastByUpdate(); }
   // Times replica 0's layers, the batch's copy and the loss in training
   // passes (dtrain bench step); null: nothing is timed.
   void setProfile(StepProfile* profile) { profile_ = profile; }

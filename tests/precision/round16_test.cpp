@@ -120,5 +120,30 @@ TEST_CASE("rounding in place equals rounding into another buffer, and is idempot
   }
 }
 
+TEST_CASE("the 16-bit encodings hold the rounded values: decode(encode(x)) is the rounding, fp16 by the compiler's bits") {
+  for (ops::HalfFormat f : {ops::HalfFormat::Bf16, ops::HalfFormat::Fp16}) {
+    std::vector<float> xs = randomFloats(100000, 11);
+    const auto n = static_cast<int64_t>(xs.size());
+    std::vector<uint16_t> bits(xs.size());
+    std::vector<float> back(xs.size()), want(xs.size());
+    ops::encode16Bits(f, xs.data(), bits.data(), n);
+    ops::decode16Bits(f, bits.data(), back.data(), n);
+    ops::roundTo16Bits(f, xs.data(), want.data(), n);
+    int wrong = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      bool ok = same(back[i], want[i]);
+      if (f == ops::HalfFormat::Fp16 && !std::isnan(xs[i])) {
+        // The compiler's fp16 bits of the same value (NaN payloads aside).
+        const _Float16 h = static_cast<_Float16>(xs[i]);
+        uint16_t hb;
+        std::memcpy(&hb, &h, sizeof hb);
+        ok = ok && hb == bits[i];
+      }
+      if (!ok && ++wrong <= 5) FAIL_CHECK("encoding of ", xs[i], ": bits ", bits[i], ", decoded ", back[i]);
+    }
+    CHECK(wrong == 0);
+  }
+}
+
 }  // namespace
 }  // namespace dtrain

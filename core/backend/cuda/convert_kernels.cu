@@ -19,6 +19,12 @@ __global__ void accumulateKernel(float* dst, const From* src, int64_t n) {
     dst[i] += toFloat(src[i]);
 }
 
+template <typename T>
+__global__ void add16Kernel(T* dst, const T* src, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = fromFloat<T>(toFloat(dst[i]) + toFloat(src[i]));
+}
+
 __global__ void fill16Kernel(uint16_t* p, int64_t n, uint16_t bits) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     p[i] = bits;
@@ -48,6 +54,15 @@ void accumulateInto(float* dst, const void* src, DType from, int64_t n, cudaStre
     using From = decltype(f);
     accumulateKernel<From><<<gridStrideBlocks(n), kElementwiseThreads, 0, stream>>>(
         dst, static_cast<const From*>(src), n);
+  });
+}
+
+void add16(void* dst, const void* src, DType dtype, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  withElementType(dtype, [&](auto e) {
+    using T = decltype(e);
+    add16Kernel<T><<<gridStrideBlocks(n), kElementwiseThreads, 0, stream>>>(static_cast<T*>(dst),
+                                                                             static_cast<const T*>(src), n);
   });
 }
 

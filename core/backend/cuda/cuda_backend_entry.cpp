@@ -42,29 +42,33 @@ class CudaBackendImpl final : public CudaBackend {
     cuda::convert(src, from, dst, to, n, CudaContext::of(device).stream());
     launched("launch a conversion between float and 16 bits");
   }
+  void add16(int device, void* dst, const void* src, DType dtype, int64_t n) override {
+    cuda::add16(dst, src, dtype, n, CudaContext::of(device).stream());
+    launched("launch a 16-bit sum");
+  }
 
   void sgdUpdate(int device, float* params, const float* grads, float* momentum_buf, int64_t n, double lr,
-                 double momentum, bool nesterov, double weight_decay) override {
+                 double momentum, bool nesterov, double weight_decay, const HalfCopy& half) override {
     cuda::sgdUpdate(params, grads, momentum_buf, n, lr, momentum, nesterov, weight_decay,
-                    CudaContext::of(device).stream());
+                    CudaContext::of(device).stream(), half);
     launched("launch the SGD update");
   }
   void adamUpdate(int device, float* params, const float* grads, float* m, float* v, int64_t n, double lr,
-                  double beta1, double beta2, double eps, double weight_decay, bool decoupled,
-                  int64_t step) override {
+                  double beta1, double beta2, double eps, double weight_decay, bool decoupled, int64_t step,
+                  const HalfCopy& half) override {
     cuda::adamUpdate(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, decoupled, step,
-                     CudaContext::of(device).stream());
+                     CudaContext::of(device).stream(), half);
     launched("launch the Adam update");
   }
   void sgdUpdateFromDevice(int device, float* params, const float* grads, float* momentum_buf, int64_t n,
-                           bool momentum, bool nesterov, const StepScalars* scalars) override {
+                           bool momentum, bool nesterov, const StepScalars* scalars, const HalfCopy& half) override {
     cuda::sgdUpdateFromDevice(params, grads, momentum_buf, n, momentum, nesterov, scalars,
-                              CudaContext::of(device).stream());
+                              CudaContext::of(device).stream(), half);
     launched("launch the SGD update");
   }
   void adamUpdateFromDevice(int device, float* params, const float* grads, float* m, float* v, int64_t n,
-                            const StepScalars* scalars) override {
-    cuda::adamUpdateFromDevice(params, grads, m, v, n, scalars, CudaContext::of(device).stream());
+                            const StepScalars* scalars, const HalfCopy& half) override {
+    cuda::adamUpdateFromDevice(params, grads, m, v, n, scalars, CudaContext::of(device).stream(), half);
     launched("launch the Adam update");
   }
   void setTf32(int device, bool allow) override { CudaContext::of(device).setTf32(allow); }
