@@ -39,19 +39,21 @@ CudnnPool::CudnnPool(const ops::Window2d& geom, Mode mode)
       pool_(mode == Mode::Max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
             geom.kernel_h, geom.kernel_w, geom.pad_h, geom.pad_w, geom.stride_h, geom.stride_w) {}
 
-void CudnnPool::check(cudnnStatus_t status, const char* what, int64_t n) const {
+void CudnnPool::check(cudnnStatus_t status, const char* what, int64_t n, DType dtype) const {
   if (status == CUDNN_STATUS_SUCCESS) return;
-  checkCudnn(status, (std::string(what) + " for " + describe_ + ", batch " + std::to_string(n)).c_str());
+  const std::string data = dtype == DType::F32 ? "" : std::string(", ") + dtypeName(dtype) + " data";
+  const std::string where = std::string(what) + " for " + describe_ + ", batch " + std::to_string(n) + data;
+  checkCudnn(status, where.c_str());
 }
 
-const std::pair<CudnnTensorDescriptor, CudnnTensorDescriptor>& CudnnPool::tensorsFor(int64_t n) {
-  auto found = tensors_.find(n);
+const CudnnPool::Tensors& CudnnPool::tensorsFor(int64_t n, DType dtype) {
+  auto found = tensors_.find({n, dtype});
   if (found != tensors_.end()) return found->second;
   if (n < 1)
     throw ShapeError("cuDNN: " + describe_ + ": batch size " + std::to_string(n) + " must be at least 1");
   auto tensor = [&](int64_t h, int64_t w) {
     try {
-      return CudnnTensorDescriptor(n, geom_.channels, h, w);
+      return CudnnTensorDescriptor(n, geom_.channels, h, w, cudnnDataTypeOf(dtype));
     } catch (const DeviceError& e) {  // a batch too large for cuDNN's int indexing: say whose
       throw DeviceError(std::string(e.what()) + " (" + describe_ + ", batch " + std::to_string(n) + ")");
     }
@@ -66,25 +68,36 @@ const std::pair<CudnnTensorDescriptor, CudnnTensorDescriptor>& CudnnPool::tensor
     throw DeviceError("cuDNN: " + describe_ + ": cuDNN computes an output of " + std::to_string(oc) + "x" +
                       pair(oh, ow) + " where the layer expects " + std::to_string(geom_.channels) + "x" +
                       pair(geom_.outHeight(), geom_.outWidth()));
-  return tensors_.emplace(n, std::make_pair(std::move(x), std::move(y))).first->second;
+  return tensors_.emplace(std::make_pair(n, dtype), Tensors(std::move(x), std::move(y))).first->second;
 }
 
 void CudnnPool::forward(cudnnHandle_t handle, const float* x, float* y, int64_t n) {
-  if (n == 0) return;
-  const auto& t = tensorsFor(n);
-  const float one = 1.0f, zero = 0.0f;
-  check(cudnnPoolingForward(handle, pool_.get(), &one, t.first.get(), x, &zero, t.second.get(), y),
-        "pooling forward", n);
+  forward(handle, x, y, DType::F32, n);
 }
 
 void CudnnPool::backward(cudnnHandle_t handle, const float* x, const float* y, const float* dy, float* dx,
                          int64_t n) {
+  backward(handle, x, y, dy, dx, DType::F32, n);
+}
+
+// alpha and beta are floats for every data type here: cuDNN reads them as
+// float for float, half and bfloat16 tensors (double only for double ones).
+void CudnnPool::forward(cudnnHandle_t handle, const void* x, void* y, DType dtype, int64_t n) {
   if (n == 0) return;
-  const auto& t = tensorsFor(n);
+  const Tensors& t = tensorsFor(n, dtype);
+  const float one = 1.0f, zero = 0.0f;
+  check(cudnnPoolingForward(handle, pool_.get(), &one, t.first.get(), x, &zero, t.second.get(), y),
+        "pooling forward", n, dtype);
+}
+
+void CudnnPool::backward(cudnnHandle_t handle, const void* x, const void* y, const void* dy, void* dx,
+                         DType dtype, int64_t n) {
+  if (n == 0) return;
+  const Tensors& t = tensorsFor(n, dtype);
   const float one = 1.0f, zero = 0.0f;
   check(cudnnPoolingBackward(handle, pool_.get(), &one, t.second.get(), y, t.second.get(), dy, t.first.get(),
                              x, &zero, t.first.get(), dx),
-        "pooling backward", n);
+        "pooling backward", n, dtype);
 }
 
 }  // namespace dtrain

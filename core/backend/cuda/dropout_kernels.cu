@@ -2,6 +2,7 @@
 // splitmix64 and two 32-bit mixes cost less than the element's memory traffic.
 #include "core/backend/cuda/dropout_kernels.h"
 #include "core/backend/cuda/group_cursor.h"
+#include "core/backend/cuda/half_io.cuh"
 #include "core/backend/cuda/launch_shape.h"
 #include "core/backend/dropout_mask.h"
 #include "core/backend/step_scalars.h"
@@ -30,10 +31,10 @@ struct KeyFromDevice {
   }
 };
 
-// out[r, e] = keep(r, e) ? in[r, e] * scale : 0; the row of element i is
-// tracked as the "group" of a [1, rows, cols] layout.
-template <typename KeySource>
-__global__ void dropoutKernel(const float* in, float* out, int64_t rows, int64_t cols, KeySource source,
+// out[r, e] = keep(r, e) ? in[r, e] * scale : 0, the product in float; the
+// row of element i is tracked as the "group" of a [1, rows, cols] layout.
+template <typename T, typename KeySource>
+__global__ void dropoutKernel(const T* in, T* out, int64_t rows, int64_t cols, KeySource source,
                               uint32_t threshold, float scale) {
   uint64_t layer_key;
   int64_t first_sample;
@@ -43,35 +44,50 @@ __global__ void dropoutKernel(const float* in, float* out, int64_t rows, int64_t
   int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   for (GroupCursor at(i, stride, cols, rows); i < total; i += stride, at.advance()) {
     const uint64_t row_key = dropout_mask::rowKey(layer_key, first_sample + at.group);
-    out[i] = dropout_mask::keep(row_key, at.pos, threshold) ? in[i] * scale : 0.0f;
+    out[i] = fromFloat<T>(dropout_mask::keep(row_key, at.pos, threshold) ? toFloat(in[i]) * scale : 0.0f);
   }
 }
 
-void apply(const float* in, float* out, int64_t rows, int64_t cols, float rate, const ops::DropoutKey& key,
-           cudaStream_t stream) {
+void apply(const void* in, void* out, DType dtype, int64_t rows, int64_t cols, float rate,
+           const ops::DropoutKey& key, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   const unsigned blocks = gridStrideBlocks(rows * cols);
   const uint32_t threshold = dropout_mask::dropThreshold(rate);
   const float scale = dropout_mask::keptScale(rate);
-  if (key.on_device)
-    dropoutKernel<<<blocks, kElementwiseThreads, 0, stream>>>(
-        in, out, rows, cols, KeyFromDevice{key.on_device, key.layer}, threshold, scale);
-  else
-    dropoutKernel<<<blocks, kElementwiseThreads, 0, stream>>>(
-        in, out, rows, cols, KeyByValue{dropout_mask::layerKey(key.seed, key.layer), key.first_sample},
-        threshold, scale);
+  withElementType(dtype, [&](auto e) {
+    using T = decltype(e);
+    const T* x = static_cast<const T*>(in);
+    T* y = static_cast<T*>(out);
+    if (key.on_device)
+      dropoutKernel<<<blocks, kElementwiseThreads, 0, stream>>>(
+          x, y, rows, cols, KeyFromDevice{key.on_device, key.layer}, threshold, scale);
+    else
+      dropoutKernel<<<blocks, kElementwiseThreads, 0, stream>>>(
+          x, y, rows, cols, KeyByValue{dropout_mask::layerKey(key.seed, key.layer), key.first_sample},
+          threshold, scale);
+  });
 }
 
 }  // namespace
 
 void dropoutForward(const float* x, float* y, int64_t rows, int64_t cols, float rate,
                     const ops::DropoutKey& key, cudaStream_t stream) {
-  apply(x, y, rows, cols, rate, key, stream);
+  apply(x, y, DType::F32, rows, cols, rate, key, stream);
 }
 
 void dropoutBackward(const float* dy, float* dx, int64_t rows, int64_t cols, float rate,
                      const ops::DropoutKey& key, cudaStream_t stream) {
-  apply(dy, dx, rows, cols, rate, key, stream);
+  apply(dy, dx, DType::F32, rows, cols, rate, key, stream);
+}
+
+void dropoutForward(const void* x, void* y, DType dtype, int64_t rows, int64_t cols, float rate,
+                    const ops::DropoutKey& key, cudaStream_t stream) {
+  apply(x, y, dtype, rows, cols, rate, key, stream);
+}
+
+void dropoutBackward(const void* dy, void* dx, DType dtype, int64_t rows, int64_t cols, float rate,
+                     const ops::DropoutKey& key, cudaStream_t stream) {
+  apply(dy, dx, dtype, rows, cols, rate, key, stream);
 }
 
 }  // namespace dtrain::cuda

@@ -2,14 +2,37 @@
 // float addition per element, as on the CPU, so the results are the same
 // numbers. Queued on `stream`, never synchronising; device pointers; n = 0
 // queues nothing.
+//
+// On 16-bit tensors (bf16, fp16) the whole sum of every input, and a fused
+// relu, is computed in float and rounded to the dtype once, at the store: the
+// CPU's reference path sums in fp32 and rounds the layer's result, so a
+// running sum stored in 16 bits between inputs would not be the same numbers.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "core/tensor/tensor.h"
+
 namespace dtrain::cuda {
 
 // y = a + b; y may equal a or b (the running sum of three or more inputs).
 void sumOf(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
+
+// Inputs one pass of sumOf below reads; more take a pass per this many.
+constexpr int kSumInputsPerPass = 8;
+
+// y = act(((x[0] + x[1]) + x[2]) + ...) over `count` >= 1 inputs of n
+// elements of `dtype`, summed in float in that order (the CPU layer's) and
+// stored rounded to the dtype; act = relu (the CPU's max(v, 0), a NaN passes)
+// when `relu`, else the identity. y may equal an input. With more than
+// kSumInputsPerPass inputs the running sum is carried between passes in
+// `partial`, n floats of the caller's (null otherwise).
+void sumOf(const void* const* x, int count, DType dtype, void* y, int64_t n, bool relu, float* partial,
+           cudaStream_t stream);
+
+// dx = y > 0 ? dy : 0 on n elements of `dtype`: the gradient through the add
+// layer's fused relu, y its output; dx may equal dy.
+void sumReluBackward(const void* y, const void* dy, void* dx, DType dtype, int64_t n, cudaStream_t stream);
 
 }  // namespace dtrain::cuda

@@ -1,6 +1,7 @@
 // concat on a GPU: the CPU layer (core/nn/layers/concat.h), each input's part
 // of every row moved by one strided copy (cudaMemcpy2DAsync) on the device's
-// compute stream, in both directions.
+// compute stream, in both directions; the copies count bytes, so they move
+// elements of any dtype (f32, or bf16/fp16 in a 16-bit precision).
 #pragma once
 #include "core/backend/cuda/cuda_context.h"
 #include "core/nn/layers/concat.h"

@@ -1,6 +1,9 @@
 // dropout on a GPU: the CPU layer (core/nn/layers/dropout.h) with the same
-// counter-based mask, so a sample is dropped identically on either device;
-// only the masked passes run here, the identity cases are the CPU layer's.
+// counter-based mask, so a sample is dropped identically on either device.
+// forward and backward are overridden whole, not only the masked passes the
+// CPU layer lets a subclass replace, because those take floats and in a
+// 16-bit precision the activations are bf16 or fp16; the identity cases are
+// still the CPU layer's (a copy of any dtype).
 #pragma once
 #include "core/backend/cuda/cuda_context.h"
 #include "core/nn/layers/dropout.h"
@@ -10,10 +13,9 @@ namespace dtrain {
 class CudaDropout : public Dropout {
  public:
   CudaDropout(const Dropout& cpu, CudaContext& ctx) : Dropout(cpu.name(), cpu.rate()), ctx_(ctx) {}
-
- protected:
-  void maskForward(const float* x, float* y, int64_t rows, const ops::DropoutKey& key) override;
-  void maskBackward(const float* dy, float* dx, int64_t rows, const ops::DropoutKey& key) override;
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, const LayerContext& ctx) override;
 
  private:
   CudaContext& ctx_;

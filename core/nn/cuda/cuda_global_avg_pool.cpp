@@ -1,6 +1,8 @@
 #include "core/nn/cuda/cuda_global_avg_pool.h"
 
+#include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda/cudnn_pool.h"
+#include "core/backend/cuda/global_avg_pool_kernels.h"
 
 namespace dtrain {
 
@@ -17,13 +19,27 @@ CudnnPool& CudaGlobalAvgPool::pool() {
 }
 
 void CudaGlobalAvgPool::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
-  pool().forward(ctx_.cudnn(), in[0]->data(), out.data(), in[0]->dim(0));
+  const DType dtype = in[0]->dtype();
+  if (dtype == DType::F32) {
+    pool().forward(ctx_.cudnn(), in[0]->data(), out.data(), in[0]->dim(0));
+    return;
+  }
+  const int64_t planes = in[0]->dim(0) * channels_;
+  cuda::globalAvgPoolForward(in[0]->raw(), out.raw(), dtype, planes, plane_, ctx_.stream());
+  checkCuda(cudaGetLastError(), "launch the global_avg_pool layer's mean");
 }
 
 void CudaGlobalAvgPool::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                                  const std::vector<Tensor*>& din, const LayerContext& ctx) {
   if (!din[0]) return;
-  pool().backward(ctx_.cudnn(), in[0]->data(), out.data(), dout.data(), din[0]->data(), in[0]->dim(0));
+  const DType dtype = in[0]->dtype();
+  if (dtype == DType::F32) {
+    pool().backward(ctx_.cudnn(), in[0]->data(), out.data(), dout.data(), din[0]->data(), in[0]->dim(0));
+    return;
+  }
+  cuda::globalAvgPoolBackward(dout.raw(), din[0]->raw(), dtype, dout.dim(0) * channels_, plane_,
+                              ctx_.stream());
+  checkCuda(cudaGetLastError(), "launch the global_avg_pool layer's gradient");
 }
 
 }  // namespace dtrain

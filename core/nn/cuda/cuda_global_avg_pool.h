@@ -1,5 +1,8 @@
-// global_avg_pool on a GPU: cuDNN average pooling with one window covering
-// each plane, so [C,H,W] -> [C,1,1], which is the CPU layer's [C] in memory.
+// global_avg_pool on a GPU. fp32: cuDNN average pooling with one window
+// covering each plane, so [C,H,W] -> [C,1,1], which is the CPU layer's [C] in
+// memory. 16-bit activations (bf16, fp16): the kernels of
+// global_avg_pool_kernels.h, which sum each plane in float (cuDNN does not
+// say what it sums 16-bit pooling in, and a plane is the whole feature map).
 #pragma once
 #include <memory>
 
@@ -22,7 +25,7 @@ class CudaGlobalAvgPool : public GlobalAvgPool {
   CudnnPool& pool();
 
   CudaContext& ctx_;
-  std::unique_ptr<CudnnPool> pool_;  // made on first use, once setup() has fixed the plane
+  std::unique_ptr<CudnnPool> pool_;  // made on first fp32 use, once setup() has fixed the plane
 };
 
 }  // namespace dtrain

@@ -1,7 +1,8 @@
 // max_pool and avg_pool on a GPU: the CPU layers' configuration and shapes
 // (core/nn/layers/max_pool.h, avg_pool.h), pooled by cuDNN on the device's
-// compute stream. Backward reads the forward's input and output, which the
-// model keeps, so no argmax buffer is needed.
+// compute stream, on tensors of the activations' dtype (f32, or bf16/fp16 in
+// a 16-bit precision). Backward reads the forward's input and output, which
+// the model keeps, so no argmax buffer is needed.
 #pragma once
 #include <memory>
 

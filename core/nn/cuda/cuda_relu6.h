@@ -1,5 +1,6 @@
 // relu6 on a GPU: the CPU layer (core/nn/layers/relu6.h) computed by the
-// kernels of clamp_kernels.h on the device's compute stream.
+// kernels of clamp_kernels.h on the device's compute stream, on tensors of
+// the activations' dtype (f32, or bf16/fp16 in a 16-bit precision).
 #pragma once
 #include "core/backend/cuda/cuda_context.h"
 #include "core/nn/layers/relu6.h"

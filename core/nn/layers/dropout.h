@@ -31,9 +31,10 @@ class Dropout : public Layer {
  protected:
   // The masked pass over `rows` samples of elements_ values (training, rate >
   // 0); forward/backward handle the identity cases and the key. The CUDA layer
-  // (core/nn/cuda/cuda_dropout.h) overrides these two only.
-  virtual void maskForward(const float* x, float* y, int64_t rows, const ops::DropoutKey& key);
-  virtual void maskBackward(const float* dy, float* dx, int64_t rows, const ops::DropoutKey& key);
+  // (core/nn/cuda/cuda_dropout.h) overrides forward and backward, building the
+  // same key for kernels of any dtype.
+  void maskForward(const float* x, float* y, int64_t rows, const ops::DropoutKey& key);
+  void maskBackward(const float* dy, float* dx, int64_t rows, const ops::DropoutKey& key);
 
   float rate_;
   int64_t elements_ = 0;
