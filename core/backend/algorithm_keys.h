@@ -10,6 +10,12 @@
 
 namespace dtrain {
 
+// A tensor's element type (core/tensor/tensor.h), declared rather than
+// included so that this header, and the CUDA wrappers' that include it, do
+// not bring Tensor and its Device into their readers. A key's DType{} is
+// DType::F32 (the enumeration's zero; algorithm_keys.cpp checks it).
+enum class DType : uint8_t;
+
 enum class ConvPass { Forward, BackwardData, BackwardFilter };
 
 // "fwd", "bwd-data", "bwd-filter".
@@ -23,27 +29,35 @@ struct ConvAlgorithmKey {
   int64_t filters = 0, kernel_h = 0, kernel_w = 0;
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
   int64_t groups = 1;
-  bool tf32 = false;           // TF32 kernels are candidates ([job] precision = "tf32")
+  bool tf32 = false;           // TF32 kernels are candidates ([job] precision = "tf32"; fp32 data only)
   bool deterministic = false;  // only deterministic kernels are ([job] deterministic)
+  DType data{};                // the type of x, w and y (and their gradients); F32
 };
 
-// "conv fwd n128 c32x14x14 f64 k3x3 s1x1 p1x1 g1 fp32 deterministic".
+// "conv fwd n128 c32x14x14 f64 k3x3 s1x1 p1x1 g1 fp32 deterministic"; the
+// precision is "fp32" or "tf32" for fp32 data, else the data's "bf16" or
+// "fp16" (keys of fp32 data read as they always have).
 std::string algorithmKey(const ConvAlgorithmKey& key);
 
 // One matrix product with the row-major meaning of core/backend/ops.h:
 // c[m,n] = op(a)[m,k] op(b)[k,n] (+ c when `accumulate`), with leading
 // dimensions lda, ldb, ldc and the byte alignment of each pointer (an
-// algorithm that needs 16-byte aligned rows cannot serve 8-byte aligned ones).
+// algorithm that needs 16-byte aligned rows cannot serve 8-byte aligned ones),
+// and the element types: of a and b (`inputs`), and of c (`output`: the
+// inputs' type or, for 16-bit inputs, F32).
 struct GemmAlgorithmKey {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
   bool accumulate = false;
   int64_t align_a = 0, align_b = 0, align_c = 0;
-  bool tf32 = false;
+  bool tf32 = false;         // fp32 inputs only
+  DType inputs{}, output{};  // F32
 };
 
-// "gemm nt m3136 n128 k1024 ld128/3136/3136 accumulate align256/256/64 fp32".
+// "gemm nt m3136 n128 k1024 ld128/3136/3136 accumulate align256/256/64 fp32";
+// for 16-bit inputs the precision is "bf16" or "fp16", followed by
+// " out-fp32" when c is fp32 ("... align256/256/64 bf16 out-fp32").
 std::string algorithmKey(const GemmAlgorithmKey& key);
 
 // One batch_norm training step on a batch [batch, channels, plane] (plane =

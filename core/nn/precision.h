@@ -11,7 +11,12 @@
 //
 // On the CPU the 16-bit formats run as a reference path: the fp32 kernels on
 // values rounded to the format at the points where a 16-bit path stores them
-// (Model rounds them; core/backend/ops.h's roundTo16Bits).
+// (Model rounds them; core/backend/ops.h's roundTo16Bits). On a GPU the
+// layers read and write 16-bit tensors (DType::BF16 / F16) and store the same
+// rounded values, with two differences the GPU's libraries impose: a product
+// layer's bias and fused relu are applied to its 16-bit-stored product (one
+// more rounding), and cuDNN writes a convolution's weight gradient in the
+// data's format before it is added to the fp32 gradient.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor/tensor.h"
+
 using namespace dtrain;
 
 namespace {
@@ -175,4 +177,24 @@ TEST_CASE("a batch_norm path has a name for algorithmName and a number for the c
   // The numbers are in saved files: they must not change.
   CHECK(static_cast<int>(BatchNormPath::Cudnn) == 0);
   CHECK(static_cast<int>(BatchNormPath::Own) == 1);
+}
+
+TEST_CASE("16-bit data is named in the key, and an fp32 choice is never a 16-bit one's") {
+  ConvAlgorithmKey conv = cnnConv2();
+  const std::string fp32 = algorithmKey(conv);
+  conv.data = DType::BF16;
+  CHECK(algorithmKey(conv) == "conv bwd-filter n1024 c32x14x14 f64 k3x3 s1x1 p1x1 g1 bf16 deterministic");
+  conv.data = DType::F16;
+  CHECK(algorithmKey(conv).find(" fp16 ") != std::string::npos);
+  CHECK(algorithmKey(conv) != fp32);
+
+  GemmAlgorithmKey gemm = fc1WeightGradient();
+  const std::string gemm_fp32 = algorithmKey(gemm);
+  gemm.inputs = DType::BF16;
+  gemm.output = DType::F32;  // a dense layer's weight gradient: 16-bit factors, fp32 sums kept
+  CHECK(algorithmKey(gemm) == "gemm tn m128 n3136 k1024 ld128/3136/3136 accumulate align256/256/64 bf16 out-fp32");
+  gemm.output = DType::BF16;
+  CHECK(algorithmKey(gemm).substr(algorithmKey(gemm).size() - 5) == " bf16");
+  gemm.inputs = gemm.output = DType::F16;
+  CHECK(algorithmKey(gemm) != gemm_fp32);
 }

@@ -10,8 +10,11 @@
 // then differs by one unit in the last place, u = 2^-8 relative for bf16
 // and 2^-11 for fp16, and passes that difference on to the layers after it.
 // cuDNN also writes a convolution's weight gradient in the data's format
-// (rounded once, u/2). A normwise bound of one u per stored layer of the
-// deepest path covers every element flipping at every store; a kernel that
+// (rounded once, u/2), and a product layer with a bias stores its product
+// before adding the bias (one more rounding of each element, u/2; the CPU
+// adds the bias inside its fp32 kernel). A normwise bound of one u per
+// stored layer of the deepest path covers every element flipping at every
+// store and the extra roundings; a kernel that
 // forgot a rounding, read a weight in fp32 or mixed up the formats misses
 // by far more (the formats' differences are 1-2^-8 apart in the scale of
 // the values, and a missing rounding of a layer's result is u/2 per element

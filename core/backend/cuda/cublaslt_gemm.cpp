@@ -9,6 +9,7 @@
 #include "core/backend/algorithm_cache.h"
 #include "core/backend/cuda/median_time.h"
 #include "core/errors.h"
+#include "core/tensor/tensor.h"
 
 namespace dtrain {
 
@@ -52,14 +53,28 @@ using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDeleter>;
 using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
 using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter>;
 
-Layout columnMajor(int64_t rows, int64_t cols, int64_t ld) {
+cudaDataType_t cudaTypeOf(DType t) {
+  switch (t) {
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    case DType::F16:
+      return CUDA_R_16F;
+  }
+  return CUDA_R_32F;
+}
+
+Layout columnMajor(DType type, int64_t rows, int64_t cols, int64_t ld) {
   cublasLtMatrixLayout_t l = nullptr;
-  checkLt(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols),
-                                     ld),
+  checkLt(cublasLtMatrixLayoutCreate(&l, cudaTypeOf(type), static_cast<uint64_t>(rows),
+                                     static_cast<uint64_t>(cols), ld),
           "describe a matrix");
   return Layout(l);
 }
 
+// fp32 sums whatever the element types (the scale type, alpha and beta's, is
+// fp32 too); only fp32 inputs may be rounded to TF32, and the key says so.
 cublasComputeType_t computeType(bool tf32) {
   return tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
@@ -81,12 +96,14 @@ std::vector<int64_t> configOf(const cublasLtMatmulAlgo_t& algo) {
   return config;
 }
 
-// The algorithm `config` describes, or false when this cuBLASLt cannot build it.
-bool algoFromConfig(cublasLtHandle_t handle, bool tf32, const std::vector<int64_t>& config,
+// The algorithm `config` describes for the product `k`, or false when this
+// cuBLASLt cannot build it.
+bool algoFromConfig(cublasLtHandle_t handle, const GemmAlgorithmKey& k, const std::vector<int64_t>& config,
                     cublasLtMatmulAlgo_t& algo) {
   if (config.size() != kConfigCount) return false;
-  if (cublasLtMatmulAlgoInit(handle, computeType(tf32), CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
-                             CUDA_R_32F, static_cast<int>(config[0]), &algo) != CUBLAS_STATUS_SUCCESS)
+  const cudaDataType_t ab = cudaTypeOf(k.inputs), cd = cudaTypeOf(k.output);
+  if (cublasLtMatmulAlgoInit(handle, computeType(k.tf32), CUDA_R_32F, ab, ab, cd, cd,
+                             static_cast<int>(config[0]), &algo) != CUBLAS_STATUS_SUCCESS)
     return false;
   for (size_t i = 1; i < kConfigCount; ++i) {
     size_t size = 0;
@@ -132,7 +149,7 @@ TunedGemm::TunedGemm(const GemmAlgoOptions& options) : options_(options) {}
 TunedGemm::~TunedGemm() = default;
 
 TunedGemm::Plan& TunedGemm::planFor(cublasLtHandle_t handle, cudaStream_t stream, const GemmAlgorithmKey& k,
-                                    const float* a, const float* b, const LibraryMemory& memory) {
+                                    const void* a, const void* b, const LibraryMemory& memory) {
   const std::string name = algorithmKey(k);
   auto found = plans_.find(name);
   if (found != plans_.end()) return *found->second;
@@ -149,16 +166,16 @@ TunedGemm::Plan& TunedGemm::planFor(cublasLtHandle_t handle, cudaStream_t stream
           "set a transpose");
   checkLt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second),
           "set a transpose");
-  plan->first = k.trans_b ? columnMajor(k.k, k.n, k.ldb) : columnMajor(k.n, k.k, k.ldb);
-  plan->second = k.trans_a ? columnMajor(k.m, k.k, k.lda) : columnMajor(k.k, k.m, k.lda);
-  plan->out = columnMajor(k.n, k.m, k.ldc);
+  plan->first = k.trans_b ? columnMajor(k.inputs, k.k, k.n, k.ldb) : columnMajor(k.inputs, k.n, k.k, k.ldb);
+  plan->second = k.trans_a ? columnMajor(k.inputs, k.m, k.k, k.lda) : columnMajor(k.inputs, k.k, k.m, k.lda);
+  plan->out = columnMajor(k.output, k.n, k.m, k.ldc);
   cublasLtMatrixLayout_t first = plan->first.get(), second = plan->second.get(), out = plan->out.get();
 
   // A choice this GPU and cuBLASLt made before, when it still checks out.
   if (options_.cache) {
     const std::optional<AlgorithmChoice> entry = options_.cache->find(name);
     cublasLtMatmulHeuristicResult_t checked{};
-    if (entry && algoFromConfig(handle, k.tf32, entry->config, plan->algo) &&
+    if (entry && algoFromConfig(handle, k, entry->config, plan->algo) &&
         cublasLtMatmulAlgoCheck(handle, desc, first, second, out, out, &plan->algo, &checked) ==
             CUBLAS_STATUS_SUCCESS &&
         checked.workspaceSize <= options_.workspace_limit) {
@@ -181,8 +198,9 @@ TunedGemm::Plan& TunedGemm::planFor(cublasLtHandle_t handle, cudaStream_t stream
   checkLt(cublasLtMatmulPreferenceCreate(&pref), "create a preference");
   Preference pref_owner(pref);
   const uint64_t max_ws = ws_bytes;
-  // The buffers' true alignment: by default cuBLASLt assumes 256 bytes and
-  // may pick kernels the rows of a narrow layer's output cannot feed.
+  // The buffers' true alignment in bytes: by default cuBLASLt assumes 256 and
+  // may pick kernels the rows of a narrow layer's output cannot feed (a
+  // 16-bit buffer may be only 2-byte aligned; the tensor cores' kernels want 16).
   const auto align_first = static_cast<uint32_t>(k.align_b), align_second = static_cast<uint32_t>(k.align_a),
              align_out = static_cast<uint32_t>(k.align_c);
   checkLt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
@@ -212,12 +230,11 @@ TunedGemm::Plan& TunedGemm::planFor(cublasLtHandle_t handle, cudaStream_t stream
   results.resize(static_cast<size_t>(returned));
 
   // Timed into a scratch output: beta = 1 would otherwise add every run into c.
-  const size_t out_floats = static_cast<size_t>((k.m - 1) * k.ldc + k.n);
-  std::shared_ptr<void> scratch_out = memory.scratch ? memory.scratch(out_floats * sizeof(float)) : nullptr;
+  const size_t out_bytes = static_cast<size_t>((k.m - 1) * k.ldc + k.n) * elementSize(k.output);
+  std::shared_ptr<void> scratch_out = memory.scratch ? memory.scratch(out_bytes) : nullptr;
   int best = -1;
   double best_ms = 0;
-  if (scratch_out &&
-      cudaMemsetAsync(scratch_out.get(), 0, out_floats * sizeof(float), stream) == cudaSuccess) {
+  if (scratch_out && cudaMemsetAsync(scratch_out.get(), 0, out_bytes, stream) == cudaSuccess) {
     const float alpha = 1.0f, beta = k.accumulate ? 1.0f : 0.0f;
     for (int i = 0; i < returned; ++i) {
       const cublasLtMatmulHeuristicResult_t& r = results[static_cast<size_t>(i)];
@@ -262,16 +279,19 @@ TunedGemm::Plan& TunedGemm::planFor(cublasLtHandle_t handle, cudaStream_t stream
 }
 
 void TunedGemm::run(cublasLtHandle_t handle, cudaStream_t stream, bool trans_a, bool trans_b, int64_t m,
-                    int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-                    int64_t ldb, float beta, float* c, int64_t ldc, bool allow_tf32,
+                    int64_t n, int64_t k, float alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
+                    float beta, void* c, int64_t ldc, DType inputs, DType output, bool allow_tf32,
                     const LibraryMemory& memory) {
+  if (output != inputs && output != DType::F32)
+    throw DeviceError(std::string("cuBLASLt: a product of ") + dtypeName(inputs) + " inputs into a " +
+                      dtypeName(output) + " output (it writes the inputs' type or f32)");
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {  // an empty batch: c = beta * c, which training only needs for beta 1 and 0
     if (beta == 1.0f) return;
     if (beta != 0.0f) throw DeviceError("cuBLASLt: a product with k = 0 and beta other than 0 or 1");
-    if (cudaMemset2DAsync(c, static_cast<size_t>(ldc) * sizeof(float), 0,
-                          static_cast<size_t>(n) * sizeof(float), static_cast<size_t>(m),
-                          stream) != cudaSuccess)
+    const size_t element = elementSize(output);  // all-zero bits are +0 in every type
+    if (cudaMemset2DAsync(c, static_cast<size_t>(ldc) * element, 0, static_cast<size_t>(n) * element,
+                          static_cast<size_t>(m), stream) != cudaSuccess)
       throw DeviceError("CUDA: clear a product's output: " +
                         std::string(cudaGetErrorString(cudaGetLastError())));
     return;
@@ -289,13 +309,23 @@ void TunedGemm::run(cublasLtHandle_t handle, cudaStream_t stream, bool trans_a, 
   key.align_a = pointerAlignment(a);
   key.align_b = pointerAlignment(b);
   key.align_c = pointerAlignment(c);
-  key.tf32 = allow_tf32;
+  key.tf32 = allow_tf32 && inputs == DType::F32;
+  key.inputs = inputs;
+  key.output = output;
   Plan& plan = planFor(handle, stream, key, a, b, memory);
   void* ws = plan.workspace_bytes > 0 ? memory.workspace(plan.workspace_bytes) : nullptr;
   cublasLtMatrixLayout_t out = plan.out.get();
   checkLt(cublasLtMatmul(handle, plan.desc.get(), &alpha, b, plan.first.get(), a, plan.second.get(), &beta, c,
                          out, c, out, &plan.algo, ws, plan.workspace_bytes, stream),
           "the product " + algorithmKey(key));
+}
+
+void TunedGemm::run(cublasLtHandle_t handle, cudaStream_t stream, bool trans_a, bool trans_b, int64_t m,
+                    int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                    int64_t ldb, float beta, float* c, int64_t ldc, bool allow_tf32,
+                    const LibraryMemory& memory) {
+  run(handle, stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, DType::F32, DType::F32,
+      allow_tf32, memory);
 }
 
 std::string TunedGemm::algorithms() const {

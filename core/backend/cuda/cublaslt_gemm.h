@@ -16,6 +16,13 @@
 // counters, not atomics), so the choice, and the cache, is what repeatability
 // needs.
 //
+// Element types: fp32 throughout, or (a 16-bit precision) bf16 or fp16 a and
+// b with c either of that type (a layer's 16-bit result) or fp32 (a weight
+// gradient accumulated into the fp32 gradient buffer); products are summed in
+// fp32 either way (CUBLAS_COMPUTE_32F, fp32 alpha and beta), and a 16-bit c is
+// rounded once, when stored. The types are part of a shape's key, so a choice
+// timed for one is never taken for another.
+//
 // Ownership and threading: device pointers are the caller's; one instance is
 // used by one thread. run() queues on `stream` and, apart from a search, does
 // not synchronise.
@@ -62,24 +69,32 @@ class TunedGemm {
   TunedGemm& operator=(const TunedGemm&) = delete;
 
   // c[m,n] = alpha * op(a)[m,k] * op(b)[k,n] + beta * c, row-major, device
-  // pointers; TF32 tensor cores only when allow_tf32. The first call for a
-  // shape (transposes, sizes, leading dimensions, beta zero or not,
-  // alignments, precision) chooses its algorithm, timing on a and b. Throws
-  // DeviceError when cuBLASLt can run none.
+  // pointers, a and b holding elements of `inputs`, c of `output` (F32 with
+  // F32 inputs; the inputs' type or F32 with BF16/F16 inputs; DeviceError
+  // otherwise). Leading dimensions count elements. TF32 tensor cores only
+  // when allow_tf32 and the inputs are F32 (16-bit inputs use the tensor
+  // cores in any case, summing in fp32). The first call for a shape
+  // (transposes, sizes, leading dimensions, beta zero or not, alignments,
+  // element types, precision) chooses its algorithm, timing on a and b.
+  // Throws DeviceError when cuBLASLt can run none.
+  void run(cublasLtHandle_t handle, cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n,
+           int64_t k, float alpha, const void* a, int64_t lda, const void* b, int64_t ldb, float beta,
+           void* c, int64_t ldc, DType inputs, DType output, bool allow_tf32, const LibraryMemory& memory);
+  // The same in fp32 throughout.
   void run(cublasLtHandle_t handle, cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n,
            int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
            float* c, int64_t ldc, bool allow_tf32, const LibraryMemory& memory);
 
-  // "gemm nt m... : algo 21 tile 18 split-K 4, 0.041 ms; ..." for every
-  // shape chosen so far, for logs.
+  // "gemm nt m... fp32: algo 21 tile 18 split-K 4, 0.041 ms; ..." for every
+  // shape chosen so far (its key, element types included), for logs.
   std::string algorithms() const;
   // How many shapes were timed on the GPU (not taken from the cache).
   int64_t measurements() const { return measurements_; }
 
  private:
   struct Plan;
-  Plan& planFor(cublasLtHandle_t handle, cudaStream_t stream, const GemmAlgorithmKey& key, const float* a,
-                const float* b, const LibraryMemory& memory);
+  Plan& planFor(cublasLtHandle_t handle, cudaStream_t stream, const GemmAlgorithmKey& key, const void* a,
+                const void* b, const LibraryMemory& memory);
 
   GemmAlgoOptions options_;
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // by algorithmKey()

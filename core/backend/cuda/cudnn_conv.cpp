@@ -105,10 +105,23 @@ std::vector<Candidate> candidates(const std::vector<Perf>& perf, int count) {
   return out;
 }
 
+// Whether tensor-core kernels are candidates: TF32 ones for fp32 data when
+// allowed, and always for 16-bit data (which they multiply exactly, summing
+// in fp32, as the FMA kernels do).
+bool tensorOpsAllowed(const ConvAlgoOptions& o) { return o.allow_tf32 || o.dtype != DType::F32; }
+
+// The math type a search or the heuristics ask with: cuDNN then also offers
+// the algorithms without a tensor-core kernel, under their own math type.
+cudnnMathType_t searchMath(const ConvAlgoOptions& o) {
+  return tensorOpsAllowed(o) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
 // Full fp32 accepts only FMA kernels (cuDNN's default math lets Ampere and
-// later use TF32); with TF32 allowed anything but conversion to half precision.
-bool mathAccepted(cudnnMathType_t math, bool allow_tf32) {
-  return allow_tf32 ? math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : math == CUDNN_FMA_MATH;
+// later use TF32); with tensor cores allowed anything but conversion of the
+// data to half precision (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, which would
+// round fp32 inputs to fp16; never asked for, so never expected).
+bool mathAccepted(cudnnMathType_t math, bool tensor_ops) {
+  return tensor_ops ? math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : math == CUDNN_FMA_MATH;
 }
 
 int passIndex(ConvPass pass) { return static_cast<int>(pass); }
@@ -171,9 +184,8 @@ CudnnConv::CudnnConv(const ops::Window2d& geom, int64_t filters, const ConvAlgoO
       groups_(groups),
       options_(options),
       describe_(describeConv(geom, filters, groups)),
-      filter_(filters, geom.channels / groups, geom.kernel_h, geom.kernel_w),
-      conv_(geom.pad_h, geom.pad_w, geom.stride_h, geom.stride_w,
-            options.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH, groups) {}
+      filter_(filters, geom.channels / groups, geom.kernel_h, geom.kernel_w, cudnnDataTypeOf(options.dtype)),
+      conv_(geom.pad_h, geom.pad_w, geom.stride_h, geom.stride_w, searchMath(options), groups) {}
 
 CudnnConv::~CudnnConv() = default;
 
@@ -197,8 +209,9 @@ std::string CudnnConv::key(int64_t n, ConvPass pass) const {
   k.pad_h = geom_.pad_h;
   k.pad_w = geom_.pad_w;
   k.groups = groups_;
-  k.tf32 = options_.allow_tf32;
+  k.tf32 = options_.allow_tf32 && options_.dtype == DType::F32;
   k.deterministic = options_.deterministic;
+  k.data = options_.dtype;
   return algorithmKey(k);
 }
 
@@ -210,8 +223,10 @@ CudnnConv::Plan& CudnnConv::planFor(int64_t n) {
 
   std::unique_ptr<Plan> plan;
   try {
-    plan = std::make_unique<Plan>(CudnnTensorDescriptor(n, geom_.channels, geom_.height, geom_.width),
-                                  CudnnTensorDescriptor(n, filters_, geom_.outHeight(), geom_.outWidth()));
+    const cudnnDataType_t type = cudnnDataTypeOf(options_.dtype);
+    plan =
+        std::make_unique<Plan>(CudnnTensorDescriptor(n, geom_.channels, geom_.height, geom_.width, type),
+                               CudnnTensorDescriptor(n, filters_, geom_.outHeight(), geom_.outWidth(), type));
   } catch (const DeviceError& e) {  // a batch too large for cuDNN's int indexing: say whose
     throw DeviceError(std::string(e.what()) + " (" + describe_ + ", batch " + std::to_string(n) + ")");
   }
@@ -253,7 +268,7 @@ bool CudnnConv::workspaceOf(cudnnHandle_t handle, Plan& plan, ConvPass pass, int
 CudnnConv::Choice& CudnnConv::heuristicChoice(cudnnHandle_t handle, Plan& plan, int64_t n, ConvPass pass) {
   Choice& choice = plan.of(pass);
   if (choice.chosen) return choice;
-  conv_.setMathType(options_.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH);
+  conv_.setMathType(searchMath(options_));
   int count = 0;
   std::vector<Candidate> ranked;
   switch (pass) {
@@ -292,7 +307,8 @@ CudnnConv::Choice& CudnnConv::heuristicChoice(cudnnHandle_t handle, Plan& plan, 
       options_.deterministic ? std::vector<bool>{true} : std::vector<bool>{true, false};
   for (bool deterministic_round : rounds)
     for (const Candidate& c : ranked) {
-      if (!c.ok || c.deterministic != deterministic_round || !mathAccepted(c.math, options_.allow_tf32))
+      if (!c.ok || c.deterministic != deterministic_round ||
+          !mathAccepted(c.math, tensorOpsAllowed(options_)))
         continue;
       size_t bytes = 0;
       if (!workspaceOf(handle, plan, pass, c.algo, c.math, bytes) || bytes > options_.workspace_limit)
@@ -308,7 +324,7 @@ CudnnConv::Choice& CudnnConv::heuristicChoice(cudnnHandle_t handle, Plan& plan, 
     }
   throw DeviceError("cuDNN: no " + std::string(options_.deterministic ? "deterministic " : "") +
                     convPassName(pass) + " algorithm for " + describe_ + ", batch " + std::to_string(n) +
-                    (options_.allow_tf32 ? "" : " in full fp32 (FMA) math") +
+                    (tensorOpsAllowed(options_) ? "" : " in full fp32 (FMA) math") +
                     " fits the workspace limit of " + std::to_string(options_.workspace_limit) +
                     " bytes; raise [job] gpu_workspace_mb" +
                     (options_.deterministic ? " or set [job] deterministic = false" : ""));
@@ -321,7 +337,7 @@ bool CudnnConv::cachedChoice(cudnnHandle_t handle, Plan& plan, int64_t n, ConvPa
   // Taken only when this cuDNN can still run it within the limit.
   const auto math = static_cast<cudnnMathType_t>(entry->math);
   size_t bytes = 0;
-  if (!mathAccepted(math, options_.allow_tf32) || entry->algo < 0 ||
+  if (!mathAccepted(math, tensorOpsAllowed(options_)) || entry->algo < 0 ||
       !workspaceOf(handle, plan, pass, static_cast<int>(entry->algo), math, bytes) ||
       bytes > options_.workspace_limit)
     return false;
@@ -348,13 +364,13 @@ bool CudnnConv::measuredChoice(cudnnHandle_t handle, Plan& plan, int64_t n, Conv
   std::shared_ptr<void> ws;
   while (ws_bytes >= kSmallestSearchWorkspace && !(ws = scratch(ws_bytes))) ws_bytes /= 2;
   if (!ws) ws_bytes = 0;
-  // Backward-filter's search writes a gradient: into a scratch copy, so the
-  // accumulated one is untouched.
+  // Backward-filter's search writes a gradient: into a scratch copy (of the
+  // filter's type), so the accumulated one is untouched.
   std::shared_ptr<void> dw;
   if (pass == ConvPass::BackwardFilter) {
     dw =
         scratch(static_cast<size_t>(filters_ * (geom_.channels / groups_) * geom_.kernel_h * geom_.kernel_w) *
-                sizeof(float));
+                elementSize(options_.dtype));
     if (!dw) return false;
   }
 
@@ -366,7 +382,7 @@ bool CudnnConv::measuredChoice(cudnnHandle_t handle, Plan& plan, int64_t n, Conv
   std::map<std::pair<int, int>, Timings> timed;  // by (algo, math): a fixed order for ties
   int count = 0;
   for (int trial = 0; trial < kTrials; ++trial) {
-    conv_.setMathType(options_.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH);
+    conv_.setMathType(searchMath(options_));
     std::vector<Candidate> found;
     cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
     switch (pass) {
@@ -402,7 +418,7 @@ bool CudnnConv::measuredChoice(cudnnHandle_t handle, Plan& plan, int64_t n, Conv
     }
     if (status != CUDNN_STATUS_SUCCESS) return false;  // the heuristics decide instead
     for (const Candidate& c : found) {
-      if (!c.ok || !mathAccepted(c.math, options_.allow_tf32) ||
+      if (!c.ok || !mathAccepted(c.math, tensorOpsAllowed(options_)) ||
           (options_.deterministic && !c.deterministic) || c.memory > ws_bytes)
         continue;
       Timings& t = timed[{c.algo, static_cast<int>(c.math)}];
@@ -482,7 +498,7 @@ const CudnnConv::Choice& CudnnConv::checkedChoice(cudnnHandle_t handle, int64_t 
   return choice;
 }
 
-void CudnnConv::forward(cudnnHandle_t handle, const float* x, const float* w, float* y, int64_t n,
+void CudnnConv::forward(cudnnHandle_t handle, const void* x, const void* w, void* y, int64_t n,
                         void* workspace, size_t workspace_bytes) {
   if (n == 0) return;
   const Choice& c = checkedChoice(handle, n, ConvPass::Forward, workspace_bytes);
@@ -495,7 +511,7 @@ void CudnnConv::forward(cudnnHandle_t handle, const float* x, const float* w, fl
         "convolution forward", n);
 }
 
-void CudnnConv::backwardData(cudnnHandle_t handle, const float* w, const float* dy, float* dx, int64_t n,
+void CudnnConv::backwardData(cudnnHandle_t handle, const void* w, const void* dy, void* dx, int64_t n,
                              void* workspace, size_t workspace_bytes) {
   if (n == 0) return;
   const Choice& c = checkedChoice(handle, n, ConvPass::BackwardData, workspace_bytes);
@@ -508,16 +524,18 @@ void CudnnConv::backwardData(cudnnHandle_t handle, const float* w, const float* 
         "convolution backward-data", n);
 }
 
-void CudnnConv::backwardFilter(cudnnHandle_t handle, const float* x, const float* dy, float* dw, int64_t n,
-                               void* workspace, size_t workspace_bytes) {
+void CudnnConv::backwardFilter(cudnnHandle_t handle, const void* x, const void* dy, void* dw, int64_t n,
+                               void* workspace, size_t workspace_bytes, bool accumulate) {
   if (n == 0) return;
   const Choice& c = checkedChoice(handle, n, ConvPass::BackwardFilter, workspace_bytes);
   const Plan& plan = *plans_.at(n);
-  const float one = 1.0f;  // beta = 1: the gradient accumulates into dw
+  // alpha and beta are floats for every data type (the compute type's);
+  // beta = 1 accumulates into dw, 0 overwrites it.
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   conv_.setMathType(c.math);
   check(cudnnConvolutionBackwardFilter(handle, &one, plan.x.get(), x, plan.y.get(), dy, conv_.get(),
                                        static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), workspace,
-                                       workspace_bytes, &one, filter_.get(), dw),
+                                       workspace_bytes, &beta, filter_.get(), dw),
         "convolution backward-filter", n);
 }
 
@@ -533,7 +551,8 @@ std::string CudnnConv::algorithms(int64_t n) const {
       continue;
     }
     text += algoName(pass, c.algo);
-    if (c.math != CUDNN_FMA_MATH) text += " (TF32 allowed)";
+    if (c.math != CUDNN_FMA_MATH)
+      text += options_.dtype == DType::F32 ? " (TF32 allowed)" : " (tensor cores allowed)";
     if (!c.deterministic) text += " (non-deterministic)";
     char ms[48];
     std::snprintf(ms, sizeof ms, "%.3f ms", c.time_ms);

@@ -23,6 +23,18 @@
 // are allowed too. An algorithm needing more workspace than the limit is
 // never a candidate.
 //
+// Data types: fp32, or (a 16-bit precision) bf16 or fp16 x, w, y and their
+// gradients, every descriptor of that type and the convolution's compute type
+// fp32 (cuDNN's pseudo-half configurations: fp32 sums, stored rounded). For
+// 16-bit data tensor-core kernels are candidates (CUDNN_TENSOR_OP_MATH, with
+// cuDNN's other non-converting kernels); allow_tf32 concerns fp32 only. The
+// data type is part of every key, so a choice timed for fp32 is never taken
+// for bf16. cuDNN's backward-filter writes dw in the filter's type: a 16-bit
+// layer lets it overwrite a 16-bit scratch and adds that to its fp32
+// gradient (core/nn/cuda/cuda_conv2d.h). The 16-bit path is NCHW, as the
+// fp32 one: channels-last (NHWC) layouts, which some tensor-core kernels
+// prefer, are not offered.
+//
 // Ownership and threading: device pointers are the caller's. One instance is
 // used by one thread (its layer's); calls queue work on the handle's stream
 // and, apart from a search, do not synchronise.
@@ -45,7 +57,8 @@ namespace dtrain {
 class AlgorithmCache;
 
 struct ConvAlgoOptions {
-  bool allow_tf32 = false;
+  DType dtype = DType::F32;  // of x, w, y, dx, dy and the dw cuDNN writes
+  bool allow_tf32 = false;   // fp32 data only
   bool deterministic = true;
   size_t workspace_limit = size_t{1024} << 20;
   AlgorithmCache* cache = nullptr;  // shared; may be null
@@ -55,12 +68,13 @@ struct ConvAlgoOptions {
 // writes y; backward-data reads w and dy and writes dx; backward-filter reads
 // x and dy and writes a scratch buffer, never the accumulated gradient.
 // Outputs written by a search are overwritten by the pass that follows it.
+// Elements of the options' dtype.
 struct ConvOperands {
-  const float* x = nullptr;
-  const float* w = nullptr;
-  const float* dy = nullptr;
-  float* y = nullptr;
-  float* dx = nullptr;
+  const void* x = nullptr;
+  const void* w = nullptr;
+  const void* dy = nullptr;
+  void* y = nullptr;
+  void* dx = nullptr;
 };
 
 class CudnnConv {
@@ -91,23 +105,26 @@ class CudnnConv {
 
   // The passes below choose by heuristics if nothing chose for n, and throw
   // DeviceError when workspace_bytes < workspaceBytes(n, pass). A batch of 0
-  // does nothing; a negative one throws ShapeError.
+  // does nothing; a negative one throws ShapeError. Every buffer holds
+  // elements of the options' dtype.
   // y [n,F,Ho,Wo] = conv(x [n,C,H,W], w [F,C/G,kh,kw]), overwriting y. No bias.
-  void forward(cudnnHandle_t handle, const float* x, const float* w, float* y, int64_t n, void* workspace,
+  void forward(cudnnHandle_t handle, const void* x, const void* w, void* y, int64_t n, void* workspace,
                size_t workspace_bytes);
   // dx [n,C,H,W] = the input gradient from dy [n,F,Ho,Wo], overwriting dx.
-  void backwardData(cudnnHandle_t handle, const float* w, const float* dy, float* dx, int64_t n,
-                    void* workspace, size_t workspace_bytes);
-  // dw [F,C/G,kh,kw] += the weight gradient (accumulates).
-  void backwardFilter(cudnnHandle_t handle, const float* x, const float* dy, float* dw, int64_t n,
-                      void* workspace, size_t workspace_bytes);
+  void backwardData(cudnnHandle_t handle, const void* w, const void* dy, void* dx, int64_t n, void* workspace,
+                    size_t workspace_bytes);
+  // dw [F,C/G,kh,kw] += the weight gradient when `accumulate`, else dw = it
+  // (a 16-bit layer's scratch: a batch of 0 then leaves dw as it was).
+  void backwardFilter(cudnnHandle_t handle, const void* x, const void* dy, void* dw, int64_t n,
+                      void* workspace, size_t workspace_bytes, bool accumulate = true);
 
   // "fwd IMPLICIT_PRECOMP_GEMM 0.114 ms, bwd-data ALGO_1 0.319 ms,
   // bwd-filter WINOGRAD_NONFUSED 0.145 ms" for batch n, for logs and
   // `dtrain bench step`: the measured median time, or "(cached)" or
   // "(heuristic)" for a choice not timed by this process; a non-deterministic
-  // choice and TF32 math are marked. Says so when nothing was chosen for n
-  // yet, and "not chosen" for a pass not run yet.
+  // choice and TF32 math (tensor-core math for 16-bit data) are marked. Says
+  // so when nothing was chosen for n yet, and "not chosen" for a pass not run
+  // yet.
   std::string algorithms(int64_t n) const;
   // How many batch sizes have descriptors (each is set up once).
   int64_t searches() const { return searches_; }
@@ -116,6 +133,7 @@ class CudnnConv {
   // "conv 5x11x11 -> 7x11x11, kernel 3x3, stride 1x1, padding 1x1" (and
   // ", 4 groups" when grouped), for messages.
   const std::string& describe() const { return describe_; }
+  DType dtype() const { return options_.dtype; }
 
  private:
   struct Choice;

@@ -12,10 +12,19 @@
 // the stream-ordered allocator (cudaMallocAsync) and a second kernel adds them
 // in block order. The result depends only on the inputs and sizes. They throw
 // DeviceError when that scratch memory cannot be allocated.
+//
+// The bias, relu and bias-gradient passes also come with a DType: the same
+// passes on tensors of that element type (a 16-bit precision's activations,
+// core/backend/cuda/half_io.cuh), each value loaded as a float, the float
+// arithmetic of the float functions, and every result stored rounded to the
+// type (to nearest, ties to even; relu and its mask change no value, so they
+// round nothing). With DType::F32 they are the float functions exactly.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "core/tensor/tensor.h"
 
 namespace dtrain::cuda {
 
@@ -42,5 +51,21 @@ void scale(float* x, int64_t n, float s, cudaStream_t stream);
 // *out = sum of x[i]^2 accumulated in double (*out is a device double,
 // written, not added to).
 void sumOfSquares(const float* x, int64_t n, double* out, cudaStream_t stream);
+
+// The element-typed passes (see the top): y and bias (a Product layer's
+// 16-bit bias) both of `dtype`; the bias + relu stored rounded once, after
+// the relu.
+void biasActRows(void* y, const void* bias, DType dtype, int64_t rows, int64_t cols, bool relu,
+                 cudaStream_t stream);
+void biasActPlanes(void* y, const void* bias, DType dtype, int64_t n, int64_t channels, int64_t plane,
+                   bool relu, cudaStream_t stream);
+// dy and relu_out of `dtype`, dbias float: each value (exact in double)
+// summed in double as the float ones are, and added to the fp32 gradient.
+void biasGradRows(const void* dy, const void* relu_out, DType dtype, int64_t rows, int64_t cols, float* dbias,
+                  cudaStream_t stream);
+void biasGradPlanes(const void* dy, const void* relu_out, DType dtype, int64_t n, int64_t channels,
+                    int64_t plane, float* dbias, cudaStream_t stream);
+void reluForward(const void* x, void* y, DType dtype, int64_t n, cudaStream_t stream);
+void reluBackward(const void* y, const void* dy, void* dx, DType dtype, int64_t n, cudaStream_t stream);
 
 }  // namespace dtrain::cuda

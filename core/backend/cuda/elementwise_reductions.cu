@@ -4,11 +4,14 @@
 // a block sums one slice in double (each thread a fixed subsequence, then a
 // fixed tree over the block); with one slice per output the block writes the
 // output, otherwise the slices' sums are added in slice order by a second
-// kernel.
+// kernel. The bias gradients read their element type through half_io.cuh:
+// a 16-bit value is exact in float and in double, so its sums are formed as
+// a float input's are.
 #include <algorithm>
 
 #include "core/backend/cuda/block_sum.cuh"
 #include "core/backend/cuda/elementwise_kernels.h"
+#include "core/backend/cuda/half_io.cuh"
 #include "core/backend/cuda/launch_shape.h"
 #include "core/backend/cuda/stream_scratch.cuh"
 
@@ -45,11 +48,12 @@ int64_t sliceCount(int64_t per_output, int64_t blocks_per_slice, int64_t min_per
 // ----------------------------------------------------------- the values --
 
 // The bias gradient's term: dy, or 0 where a fused relu's output was not positive.
+template <typename T>
 struct MaskedGrad {
-  const float* dy;
-  const float* relu_out;  // may be null
+  const T* dy;
+  const T* relu_out;  // may be null
   __device__ double operator()(int64_t k) const {
-    return !relu_out || relu_out[k] > 0.0f ? static_cast<double>(dy[k]) : 0.0;
+    return !relu_out || toFloat(relu_out[k]) > 0.0f ? static_cast<double>(toFloat(dy[k])) : 0.0;
   }
 };
 
@@ -130,9 +134,9 @@ __global__ void __launch_bounds__(kReduceThreads)
 
 // For a matrix [rows, cols]: block (b, s) sums the columns [32 b, 32 b + 32)
 // over the rows [s * rows_per_slice, (s + 1) * rows_per_slice).
-template <class Store>
+template <class Value, class Store>
 __global__ void __launch_bounds__(kRowBlockThreads)
-    rowSumKernel(MaskedGrad value, int64_t rows, int64_t cols, int64_t rows_per_slice, Store store) {
+    rowSumKernel(Value value, int64_t rows, int64_t cols, int64_t rows_per_slice, Store store) {
   __shared__ double partial[kRowThreads][kRowLanes];
   const int64_t c = int64_t(blockIdx.x) * kRowLanes + threadIdx.x;
   const int64_t end = min(rows, int64_t(blockIdx.y) * rows_per_slice + rows_per_slice);
@@ -190,17 +194,16 @@ void groupSum(Value value, int64_t outer, int64_t groups, int64_t plane, Store s
                                                                                 slices, store);
 }
 
-}  // namespace
-
-void biasGradRows(const float* dy, const float* relu_out, int64_t rows, int64_t cols, float* dbias,
-                  cudaStream_t stream) {
+template <typename T>
+void biasGradRowsOf(const T* dy, const T* relu_out, int64_t rows, int64_t cols, float* dbias,
+                    cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   const int64_t column_blocks = ceilDiv(cols, kRowLanes);
   const int64_t rows_per_slice = ceilDiv(rows, sliceCount(rows, column_blocks, kMinSliceRows));
   const int64_t slices = ceilDiv(rows, rows_per_slice);
   const dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(slices));
   const dim3 block(kRowLanes, kRowThreads);
-  const MaskedGrad value{dy, relu_out};
+  const MaskedGrad<T> value{dy, relu_out};
   const AddToFloat store{dbias};
   if (slices == 1) {
     rowSumKernel<<<grid, block, 0, stream>>>(value, rows, cols, rows_per_slice, store);
@@ -213,10 +216,40 @@ void biasGradRows(const float* dy, const float* relu_out, int64_t rows, int64_t 
                                                                               store);
 }
 
+template <typename T>
+void biasGradPlanesOf(const T* dy, const T* relu_out, int64_t n, int64_t channels, int64_t plane,
+                      float* dbias, cudaStream_t stream) {
+  if (n <= 0 || channels <= 0 || plane <= 0) return;
+  groupSum(MaskedGrad<T>{dy, relu_out}, n, channels, plane, AddToFloat{dbias}, stream, "biasGradPlanes");
+}
+
+}  // namespace
+
+void biasGradRows(const float* dy, const float* relu_out, int64_t rows, int64_t cols, float* dbias,
+                  cudaStream_t stream) {
+  biasGradRowsOf(dy, relu_out, rows, cols, dbias, stream);
+}
+
 void biasGradPlanes(const float* dy, const float* relu_out, int64_t n, int64_t channels, int64_t plane,
                     float* dbias, cudaStream_t stream) {
-  if (n <= 0 || channels <= 0 || plane <= 0) return;
-  groupSum(MaskedGrad{dy, relu_out}, n, channels, plane, AddToFloat{dbias}, stream, "biasGradPlanes");
+  biasGradPlanesOf(dy, relu_out, n, channels, plane, dbias, stream);
+}
+
+void biasGradRows(const void* dy, const void* relu_out, DType dtype, int64_t rows, int64_t cols, float* dbias,
+                  cudaStream_t stream) {
+  withElementType(dtype, [&](auto e) {
+    using T = decltype(e);
+    biasGradRowsOf(static_cast<const T*>(dy), static_cast<const T*>(relu_out), rows, cols, dbias, stream);
+  });
+}
+
+void biasGradPlanes(const void* dy, const void* relu_out, DType dtype, int64_t n, int64_t channels,
+                    int64_t plane, float* dbias, cudaStream_t stream) {
+  withElementType(dtype, [&](auto e) {
+    using T = decltype(e);
+    biasGradPlanesOf(static_cast<const T*>(dy), static_cast<const T*>(relu_out), n, channels, plane, dbias,
+                     stream);
+  });
 }
 
 void sumOfSquares(const float* x, int64_t n, double* out, cudaStream_t stream) {

@@ -5,6 +5,17 @@
 // record of earlier choices, within [job] gpu_workspace_mb; see
 // core/backend/cuda/cudnn_conv.h), bias and a fused relu by the backend's
 // kernels, all on the device's compute stream.
+//
+// In a 16-bit precision (bf16 or fp16 activations; Model binds the weight and
+// bias as views of the activations' dtype, the gradients as fp32) cuDNN
+// convolves 16-bit data with fp32 sums (NCHW, tensor-core kernels among the
+// candidates), storing y and dx rounded to 16 bits; the bias and relu are
+// applied in float to the stored output, which is rounded again; the bias
+// gradient is summed in double from the 16-bit dY. cuDNN writes the weight
+// gradient in the filter's type, so it goes to a 16-bit scratch that is then
+// added to the fp32 gradient: each pass's weight gradient is thus rounded
+// once to 16 bits (as PyTorch autocast's convolution weight gradients are)
+// before it accumulates in fp32.
 #pragma once
 #include <memory>
 
@@ -32,12 +43,16 @@ class CudaConv2d : public Conv2d {
   std::string algorithmName(int64_t batch) const override;
 
  private:
-  CudnnConv& conv();
+  // The convolution of data of `dtype` (made anew, its choices with it, if
+  // the dtype ever changes); throws DeviceError unless the bound weight (and
+  // bias) are of `dtype`.
+  CudnnConv& conv(DType dtype);
 
   CudaContext& ctx_;
   GpuLayerOptions options_;
   std::unique_ptr<CudnnConv> conv_;  // made on first use, once setup() has fixed the geometry
-  Scratch masked_;                   // dout masked by the fused relu
+  Scratch masked_;                   // dout masked by the fused relu, of dout's dtype
+  Scratch dweight16_;                // a 16-bit weight gradient, before it is added to dweight_
 };
 
 }  // namespace dtrain

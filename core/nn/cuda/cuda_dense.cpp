@@ -1,6 +1,9 @@
 #include "core/nn/cuda/cuda_dense.h"
 
+#include <string>
+
 #include "core/backend/cuda/elementwise_kernels.h"
+#include "core/errors.h"
 
 namespace dtrain {
 
@@ -18,34 +21,50 @@ GemmAlgoOptions gemmOptions(const GpuLayerOptions& options) {
 CudaDense::CudaDense(const Dense& cpu, CudaContext& ctx, const GpuLayerOptions& options)
     : Dense(cpu.name(), cpu.config()), ctx_(ctx), gemm_(gemmOptions(options)) {}
 
-void CudaDense::product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                        int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void CudaDense::product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
+                        int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc,
+                        DType inputs, DType output) {
   gemm_.run(ctx_.cublasLt(), ctx_.stream(), trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc,
-            ctx_.tf32(), ctx_.libraryMemory());
+            inputs, output, ctx_.tf32(), ctx_.libraryMemory());
+}
+
+void CudaDense::checkParamsOf(DType dtype) const {
+  if (weight_.dtype() == dtype && (!config_.bias || bias_.dtype() == dtype)) return;
+  throw DeviceError("dense '" + name() + "': " + dtypeName(dtype) + " activations with " +
+                    dtypeName(weight_.dtype()) +
+                    " parameters bound (a 16-bit layer reads its weight and bias "
+                    "in the activations' dtype)");
 }
 
 void CudaDense::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
   const int64_t n = in[0]->dim(0), units = config_.units;
-  product(false, true, n, units, in_, in[0]->data(), in_, weight_.data(), in_, 0.0f, out.data(), units);
+  const DType t = in[0]->dtype();
+  checkParamsOf(t);
+  product(false, true, n, units, in_, in[0]->raw(), in_, weight_.raw(), in_, 0.0f, out.raw(), units, t, t);
   if (config_.bias || relu_)
-    cuda::biasActRows(out.data(), config_.bias ? bias_.data() : nullptr, n, units, relu_, ctx_.stream());
+    cuda::biasActRows(out.raw(), config_.bias ? bias_.raw() : nullptr, t, n, units, relu_, ctx_.stream());
 }
 
 void CudaDense::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                          const std::vector<Tensor*>& din, const LayerContext& ctx) {
   const int64_t n = in[0]->dim(0), units = config_.units;
-  const float* dy = dout.data();
+  const DType t = dout.dtype();
+  checkParamsOf(t);
+  const void* dy = dout.raw();
   if (relu_) {
-    float* m = masked_.floats(n * units, out.device());
-    cuda::reluBackward(out.data(), dy, m, n * units, ctx_.stream());
+    void* m = masked_.elements(n * units, t, out.device());
+    cuda::reluBackward(out.raw(), dy, m, t, n * units, ctx_.stream());
     dy = m;
   }
   // dW += dY^T X, db += column sums of dY, dX = dY W (as the CPU layer).
   // dW's product is the one with the short, wide output and the batch as
-  // its reduction, where the choice of algorithm matters most.
-  product(true, false, units, in_, n, dy, units, in[0]->data(), in_, 1.0f, dweight_.data(), in_);
-  if (config_.bias) cuda::biasGradRows(dy, nullptr, n, units, dbias_.data(), ctx_.stream());
-  if (din[0]) product(false, false, n, in_, units, dy, units, weight_.data(), in_, 0.0f, din[0]->data(), in_);
+  // its reduction, where the choice of algorithm matters most. Its output is
+  // the fp32 gradient whatever the activations' type.
+  product(true, false, units, in_, n, dy, units, in[0]->raw(), in_, 1.0f, dweight_.data(), in_, t,
+          DType::F32);
+  if (config_.bias) cuda::biasGradRows(dy, nullptr, t, n, units, dbias_.data(), ctx_.stream());
+  if (din[0])
+    product(false, false, n, in_, units, dy, units, weight_.raw(), in_, 0.0f, din[0]->raw(), in_, t, t);
 }
 
 }  // namespace dtrain

@@ -3,6 +3,14 @@
 // with algorithms timed once per shape (core/backend/cuda/cublaslt_gemm.h),
 // bias and a fused relu by the backend's kernels, on the device's compute
 // stream.
+//
+// In a 16-bit precision (bf16 or fp16 activations; Model binds the weight and
+// bias as views of the activations' dtype, the gradients as fp32): the
+// products multiply 16-bit factors with fp32 sums; the output and the input
+// gradient are stored rounded to 16 bits, then the bias and relu are applied
+// in float to the stored output and it is rounded again; the weight gradient
+// is accumulated in fp32 straight into the fp32 gradient (cuBLASLt's fp32 C),
+// the bias gradient summed in double from the 16-bit dY.
 #pragma once
 #include "core/backend/cuda/cublaslt_gemm.h"
 #include "core/backend/cuda/cuda_context.h"
@@ -25,13 +33,16 @@ class CudaDense : public Dense {
   std::string algorithmName(int64_t) const override { return gemm_.algorithms(); }
 
  private:
-  // c = alpha op(a) op(b) + beta c, row-major, as cublasGemm.
-  void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+  // c = alpha op(a) op(b) + beta c, row-major, as cublasGemm; a and b of
+  // `inputs`, c of `output`.
+  void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+               const void* b, int64_t ldb, float beta, void* c, int64_t ldc, DType inputs, DType output);
+  // Throws DeviceError unless the bound weight (and bias) are of `dtype`.
+  void checkParamsOf(DType dtype) const;
 
   CudaContext& ctx_;
   TunedGemm gemm_;
-  Scratch masked_;  // dout masked by the fused relu
+  Scratch masked_;  // dout masked by the fused relu, of dout's dtype
 };
 
 }  // namespace dtrain

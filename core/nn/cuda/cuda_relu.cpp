@@ -5,12 +5,13 @@
 namespace dtrain {
 
 void CudaRelu::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
-  cuda::reluForward(in[0]->data(), out.data(), in[0]->numel(), ctx_.stream());
+  cuda::reluForward(in[0]->raw(), out.raw(), in[0]->dtype(), in[0]->numel(), ctx_.stream());
 }
 
 void CudaRelu::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                         const std::vector<Tensor*>& din, const LayerContext& ctx) {
-  if (din[0]) cuda::reluBackward(out.data(), dout.data(), din[0]->data(), dout.numel(), ctx_.stream());
+  if (din[0])
+    cuda::reluBackward(out.raw(), dout.raw(), din[0]->raw(), dout.dtype(), dout.numel(), ctx_.stream());
 }
 
 }  // namespace dtrain

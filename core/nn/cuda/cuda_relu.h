@@ -1,5 +1,6 @@
 // relu on a GPU: the CPU layer (core/nn/layers/relu.h) computed by the
-// backend's kernels on the device's compute stream.
+// backend's kernels on the device's compute stream, on tensors of any dtype
+// (a 16-bit precision's are masked as they are: relu rounds nothing).
 #pragma once
 #include "core/backend/cuda/cuda_context.h"
 #include "core/nn/layers/relu.h"
