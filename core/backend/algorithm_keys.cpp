@@ -64,7 +64,8 @@ std::string algorithmKey(const GemmAlgorithmKey& k) {
 
 std::string algorithmKey(const BatchNormAlgorithmKey& k) {
   return "batchnorm n" + std::to_string(k.batch) + " c" + std::to_string(k.channels) + " p" +
-         std::to_string(k.plane) + " " + k.activation + (k.residual ? " residual" : " plain");
+         std::to_string(k.plane) + " " + k.activation + (k.residual ? " residual" : " plain") +
+         (k.data == DType::F32 ? std::string() : std::string(" ") + typeText(k.data));
 }
 
 const char* batchNormPathName(BatchNormPath path) { return path == BatchNormPath::Cudnn ? "cudnn" : "own"; }

@@ -71,9 +71,11 @@ struct BatchNormAlgorithmKey {
   int64_t batch = 0, channels = 0, plane = 1;
   std::string activation = "none";
   bool residual = false;
+  DType data{};  // the activations' type; F32
 };
 
-// "batchnorm n128 c16 p1024 relu residual" ("plain" without the residual).
+// "batchnorm n128 c16 p1024 relu residual" ("plain" without the residual;
+// " bf16" or " fp16" after it for 16-bit activations).
 std::string algorithmKey(const BatchNormAlgorithmKey& key);
 
 // The two ways a batch_norm training step is computed on a GPU, as an

@@ -198,3 +198,15 @@ TEST_CASE("16-bit data is named in the key, and an fp32 choice is never a 16-bit
   gemm.inputs = gemm.output = DType::F16;
   CHECK(algorithmKey(gemm) != gemm_fp32);
 }
+
+TEST_CASE("a 16-bit batch_norm key names its format; fp32's reads as before") {
+  BatchNormAlgorithmKey k;
+  k.batch = 128;
+  k.channels = 16;
+  k.plane = 1024;
+  k.activation = "relu";
+  k.residual = true;
+  CHECK(algorithmKey(k) == "batchnorm n128 c16 p1024 relu residual");
+  k.data = DType::BF16;
+  CHECK(algorithmKey(k) == "batchnorm n128 c16 p1024 relu residual bf16");
+}

@@ -4,11 +4,18 @@
 // A reduction block reads its channel's values in order, coalesced along a
 // plane; [C] samples (plane 1) are read with a stride of C, which their
 // small size (features after a dense layer) makes affordable.
+//
+// Each kernel is a template on T, the element type of the batch's tensors
+// (float, __nv_bfloat16, __half): it loads them with toFloat and stores with
+// fromFloat<T> (half_io.cuh) and is otherwise the float kernel, so T = float
+// compiles to the same arithmetic as before 16-bit tensors existed. The
+// public functions pick T from BatchNormDims::dtype (withElementType).
 #include <algorithm>
 
 #include "core/backend/cuda/batch_norm_kernels.h"
 #include "core/backend/cuda/block_sum.cuh"
 #include "core/backend/cuda/group_cursor.h"
+#include "core/backend/cuda/half_io.cuh"
 #include "core/backend/cuda/launch_shape.h"
 #include "core/backend/cuda/stream_scratch.cuh"
 
@@ -32,43 +39,50 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ------------------------------------------------- per-channel terms --
 // A term gives K doubles per element: at(c) fixes its channel's constants,
-// then value(index, out) fills out[0..K) for element `index`.
+// then value(index, out) fills out[0..K) for element `index`. A 16-bit
+// element is exact as a float, so each term is the float term of the
+// rounded values, as the CPU's reference path sums them.
 
 // x - K and its square; the difference in float as the CPU's
 // channelShiftedMoments takes it (exact for x near K).
+template <typename T>
 struct ShiftedMomentsTerm {
   static constexpr int K = 2;
-  const float *x, *shifts;
+  const T* x;
+  const float* shifts;
   float shift = 0.0f;
   __device__ void at(int64_t c) { shift = shifts[c]; }
   __device__ void value(int64_t i, double* out) const {
-    const double d = x[i] - shift;
+    const double d = toFloat(x[i]) - shift;
     out[0] = d;
     out[1] = d * d;
   }
 };
 
+template <typename T>
 struct SquaredDeviationTerm {
   static constexpr int K = 1;
-  const float *x, *means;
+  const T* x;
+  const float* means;
   float mean = 0.0f;
   __device__ void at(int64_t c) { mean = means[c]; }
   __device__ void value(int64_t i, double* out) const {
-    const double d = x[i] - mean;
+    const double d = toFloat(x[i]) - mean;
     out[0] = d * d;
   }
 };
 
-template <FusedActivation A>
+template <typename T, FusedActivation A>
 struct GradTerm {
   static constexpr int K = 2;
-  const float *x, *y, *dy, *means;
+  const T *x, *y, *dy;
+  const float* means;
   float mean = 0.0f;
   __device__ void at(int64_t c) { mean = means[c]; }
   __device__ void value(int64_t i, double* out) const {
-    const float g = maskGrad<A>(A == FusedActivation::None ? 0.0f : y[i], dy[i]);
+    const float g = maskGrad<A>(A == FusedActivation::None ? 0.0f : toFloat(y[i]), toFloat(dy[i]));
     out[0] = g;
-    out[1] = static_cast<double>(g) * static_cast<double>(x[i] - mean);
+    out[1] = static_cast<double>(g) * static_cast<double>(toFloat(x[i]) - mean);
   }
 };
 
@@ -221,11 +235,15 @@ __global__ void batchStatisticsKernel(const double* moments, double count, int64
 }
 
 __global__ void frozenStatisticsKernel(const float* running_mean, const float* running_var, int64_t channels,
-                                       double epsilon, BatchNormStats out) {
+                                       double epsilon, const float* gamma, const float* beta,
+                                       BatchNormStats out, float* scale, float* shift) {
   for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < channels;
        c += int64_t(gridDim.x) * blockDim.x) {
+    const float invstd = static_cast<float>(1.0 / sqrt(static_cast<double>(running_var[c]) + epsilon));
     out.mean[c] = running_mean[c];
-    out.invstd[c] = static_cast<float>(1.0 / sqrt(static_cast<double>(running_var[c]) + epsilon));
+    out.invstd[c] = invstd;
+    if (scale) scale[c] = gamma ? gamma[c] * invstd : invstd;
+    if (shift) shift[c] = beta ? beta[c] : 0.0f;
   }
 }
 
@@ -251,37 +269,40 @@ __global__ void inputGradCoefficientsKernel(BatchNormStats stats, const float* g
 // ------------------------------------------------------ element-wise --
 
 // The normalised value is rounded to float before the residual is added, as
-// an unfused add would see it.
-template <FusedActivation A, bool Residual>
-__global__ void applyKernel(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
-                            const float* shift, const float* residual) {
+// an unfused add would see it; the result is rounded to T once, at the store
+// (the CPU's reference path rounds the fused layer's output alone).
+template <typename T, FusedActivation A, bool Residual>
+__global__ void applyKernel(const T* x, T* y, BatchNormDims d, const float* mean, const float* scale,
+                            const float* shift, const T* residual) {
   const int64_t total = d.n * d.channels * d.plane, stride = int64_t(gridDim.x) * blockDim.x;
   int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   GroupCursor at(i, stride, d.plane, d.channels);
   for (; i < total; i += stride, at.advance()) {
     const int64_t c = at.group;
-    const float v = (x[i] - mean[c]) * scale[c] + shift[c];
-    y[i] = activate<A>(Residual ? v + residual[i] : v);
+    const float v = (toFloat(x[i]) - mean[c]) * scale[c] + shift[c];
+    y[i] = fromFloat<T>(activate<A>(Residual ? v + toFloat(residual[i]) : v));
   }
 }
 
-template <FusedActivation A, bool Residual>
-__global__ void activationKernel(float* y, const float* residual, int64_t count) {
+template <typename T, FusedActivation A, bool Residual>
+__global__ void activationKernel(T* y, const T* residual, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = activate<A>(Residual ? y[i] + residual[i] : y[i]);
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = toFloat(y[i]);
+    y[i] = fromFloat<T>(activate<A>(Residual ? v + toFloat(residual[i]) : v));
+  }
 }
 
-template <FusedActivation A>
-__global__ void maskKernel(const float* y, const float* dy, float* g, int64_t count) {
+template <typename T, FusedActivation A>
+__global__ void maskKernel(const T* y, const T* dy, T* g, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x)
-    g[i] = maskGrad<A>(A == FusedActivation::None ? 0.0f : y[i], dy[i]);
+    g[i] = fromFloat<T>(maskGrad<A>(A == FusedActivation::None ? 0.0f : toFloat(y[i]), toFloat(dy[i])));
 }
 
-template <FusedActivation A>
-__global__ void inputGradKernel(const float* x, const float* y, const float* dy, BatchNormDims d,
-                                const float* mean, const float* coefficients, float* dx) {
+template <typename T, FusedActivation A>
+__global__ void inputGradKernel(const T* x, const T* y, const T* dy, BatchNormDims d, const float* mean,
+                                const float* coefficients, T* dx) {
   const int64_t total = d.n * d.channels * d.plane, stride = int64_t(gridDim.x) * blockDim.x;
   const float* a = coefficients;
   const float* b = coefficients + d.channels;
@@ -290,23 +311,30 @@ __global__ void inputGradKernel(const float* x, const float* y, const float* dy,
   GroupCursor at(i, stride, d.plane, d.channels);
   for (; i < total; i += stride, at.advance()) {
     const int64_t c = at.group;
-    const float g = maskGrad<A>(A == FusedActivation::None ? 0.0f : y[i], dy[i]);
-    dx[i] = a[c] * g + b[c] * (x[i] - mean[c]) + k[c];
+    const float g = maskGrad<A>(A == FusedActivation::None ? 0.0f : toFloat(y[i]), toFloat(dy[i]));
+    dx[i] = fromFloat<T>(a[c] * g + b[c] * (toFloat(x[i]) - mean[c]) + k[c]);
   }
 }
 
 }  // namespace
 
-void batchNormShiftedSums(const float* x, BatchNormDims d, const float* running_mean, float* shifts,
+void batchNormShiftedSums(const void* x, BatchNormDims d, const float* running_mean, float* shifts,
                           double* sums, cudaStream_t stream) {
   const FinishShiftedSums finish{running_mean, shifts, sums, d.channels, static_cast<double>(d.n * d.plane)};
-  channelReduce(ShiftedMomentsTerm{x, running_mean}, d, finish, stream, "batchNormShiftedSums");
+  withElementType(d.dtype, [&](auto e) {
+    using T = decltype(e);
+    channelReduce(ShiftedMomentsTerm<T>{static_cast<const T*>(x), running_mean}, d, finish, stream,
+                  "batchNormShiftedSums");
+  });
 }
 
-void batchNormSquaredDeviations(const float* x, BatchNormDims d, const float* mean, double* deviations,
+void batchNormSquaredDeviations(const void* x, BatchNormDims d, const float* mean, double* deviations,
                                 cudaStream_t stream) {
-  channelReduce(SquaredDeviationTerm{x, mean}, d, FinishDeviations{deviations}, stream,
-                "batchNormSquaredDeviations");
+  withElementType(d.dtype, [&](auto e) {
+    using T = decltype(e);
+    channelReduce(SquaredDeviationTerm<T>{static_cast<const T*>(x), mean}, d, FinishDeviations{deviations},
+                  stream, "batchNormSquaredDeviations");
+  });
 }
 
 void batchNormMomentsFromShiftedSums(const double* sums, const float* shifts, int64_t channels,
@@ -326,70 +354,94 @@ void batchNormBatchStatistics(const double* moments, double count, int64_t chann
 }
 
 void batchNormFrozenStatistics(const float* running_mean, const float* running_var, int64_t channels,
-                               double epsilon, BatchNormStats out, cudaStream_t stream) {
+                               double epsilon, const float* gamma, const float* beta, BatchNormStats out,
+                               float* scale, float* shift, cudaStream_t stream) {
   if (channels <= 0) return;
   frozenStatisticsKernel<<<gridStrideBlocks(channels), kElementwiseThreads, 0, stream>>>(
-      running_mean, running_var, channels, epsilon, out);
+      running_mean, running_var, channels, epsilon, gamma, beta, out, scale, shift);
 }
 
-void batchNormApply(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
-                    const float* shift, const float* residual, FusedActivation act, cudaStream_t stream) {
+void batchNormApply(const void* x, void* y, BatchNormDims d, const float* mean, const float* scale,
+                    const float* shift, const void* residual, FusedActivation act, cudaStream_t stream) {
   const int64_t total = d.n * d.channels * d.plane;
   if (total <= 0) return;
-  withActivation(act, [&](auto a) {
-    constexpr FusedActivation A = decltype(a)::value;
-    if (residual)
-      applyKernel<A, true><<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(x, y, d, mean, scale,
-                                                                                        shift, residual);
-    else
-      applyKernel<A, false>
-          <<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(x, y, d, mean, scale, shift, nullptr);
+  withElementType(d.dtype, [&](auto e) {
+    using T = decltype(e);
+    const T* xt = static_cast<const T*>(x);
+    const T* rt = static_cast<const T*>(residual);
+    T* yt = static_cast<T*>(y);
+    withActivation(act, [&](auto a) {
+      constexpr FusedActivation A = decltype(a)::value;
+      const unsigned blocks = gridStrideBlocks(total);
+      if (rt)
+        applyKernel<T, A, true>
+            <<<blocks, kElementwiseThreads, 0, stream>>>(xt, yt, d, mean, scale, shift, rt);
+      else
+        applyKernel<T, A, false>
+            <<<blocks, kElementwiseThreads, 0, stream>>>(xt, yt, d, mean, scale, shift, nullptr);
+    });
   });
 }
 
-void fusedActivationForward(float* y, const float* residual, int64_t count, FusedActivation act,
+void fusedActivationForward(void* y, const void* residual, DType dtype, int64_t count, FusedActivation act,
                             cudaStream_t stream) {
   if (count <= 0 || (act == FusedActivation::None && !residual)) return;
-  withActivation(act, [&](auto a) {
-    constexpr FusedActivation A = decltype(a)::value;
-    if (residual)
-      activationKernel<A, true>
-          <<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(y, residual, count);
-    else
-      activationKernel<A, false>
-          <<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(y, nullptr, count);
+  withElementType(dtype, [&](auto e) {
+    using T = decltype(e);
+    const T* rt = static_cast<const T*>(residual);
+    T* yt = static_cast<T*>(y);
+    withActivation(act, [&](auto a) {
+      constexpr FusedActivation A = decltype(a)::value;
+      const unsigned blocks = gridStrideBlocks(count);
+      if (rt)
+        activationKernel<T, A, true><<<blocks, kElementwiseThreads, 0, stream>>>(yt, rt, count);
+      else
+        activationKernel<T, A, false><<<blocks, kElementwiseThreads, 0, stream>>>(yt, nullptr, count);
+    });
   });
 }
 
-void fusedActivationBackward(const float* y, const float* dy, float* g, int64_t count, FusedActivation act,
-                             cudaStream_t stream) {
+void fusedActivationBackward(const void* y, const void* dy, void* g, DType dtype, int64_t count,
+                             FusedActivation act, cudaStream_t stream) {
   if (count <= 0) return;
-  withActivation(act, [&](auto a) {
-    maskKernel<decltype(a)::value>
-        <<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(y, dy, g, count);
+  withElementType(dtype, [&](auto e) {
+    using T = decltype(e);
+    withActivation(act, [&](auto a) {
+      maskKernel<T, decltype(a)::value><<<gridStrideBlocks(count), kElementwiseThreads, 0, stream>>>(
+          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(g), count);
+    });
   });
 }
 
-void batchNormGradSums(const float* x, const float* y, const float* dy, BatchNormDims d, FusedActivation act,
+void batchNormGradSums(const void* x, const void* y, const void* dy, BatchNormDims d, FusedActivation act,
                        BatchNormStats stats, double* sums, float* dgamma, float* dbeta, cudaStream_t stream) {
   const FinishGradSums finish{sums, d.channels, stats.invstd, dgamma, dbeta};
-  withActivation(act, [&](auto a) {
-    channelReduce(GradTerm<decltype(a)::value>{x, y, dy, stats.mean}, d, finish, stream, "batchNormGradSums");
+  withElementType(d.dtype, [&](auto e) {
+    using T = decltype(e);
+    withActivation(act, [&](auto a) {
+      const GradTerm<T, decltype(a)::value> term{static_cast<const T*>(x), static_cast<const T*>(y),
+                                                 static_cast<const T*>(dy), stats.mean};
+      channelReduce(term, d, finish, stream, "batchNormGradSums");
+    });
   });
 }
 
-void batchNormInputGrad(const float* x, const float* y, const float* dy, BatchNormDims d, FusedActivation act,
+void batchNormInputGrad(const void* x, const void* y, const void* dy, BatchNormDims d, FusedActivation act,
                         BatchNormStats stats, const float* gamma, const double* sums,
-                        const double* stats_count, float* dx, cudaStream_t stream) {
+                        const double* stats_count, void* dx, cudaStream_t stream) {
   const int64_t total = d.n * d.channels * d.plane;
   if (total <= 0) return;
   StreamScratch coefficients(static_cast<size_t>(3 * d.channels) * sizeof(float), stream,
                              "batchNormInputGrad");
   inputGradCoefficientsKernel<<<gridStrideBlocks(d.channels), kElementwiseThreads, 0, stream>>>(
       stats, gamma, sums, stats_count, d.channels, coefficients.as<float>());
-  withActivation(act, [&](auto a) {
-    inputGradKernel<decltype(a)::value><<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(
-        x, y, dy, d, stats.mean, coefficients.as<float>(), dx);
+  withElementType(d.dtype, [&](auto e) {
+    using T = decltype(e);
+    withActivation(act, [&](auto a) {
+      inputGradKernel<T, decltype(a)::value><<<gridStrideBlocks(total), kElementwiseThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(dy), d, stats.mean,
+          coefficients.as<float>(), static_cast<T*>(dx));
+    });
   });
 }
 

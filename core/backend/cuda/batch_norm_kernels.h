@@ -13,6 +13,15 @@
 // in order. Their partial sums live in scratch memory from the stream-ordered
 // allocator (DeviceError when it cannot be had).
 //
+// The batch's tensors (x, y, dy, dx and a fused add's residual) are of one
+// element type, BatchNormDims::dtype: float, or in a 16-bit precision bf16 or
+// fp16 (core/nn/precision.h, Normalisation). Every kernel loads them as
+// floats and computes as the float kernels do, in the same order and with
+// the same accumulators (for float the same numbers as ever), and stores a
+// result rounded to the dtype once (half_io.cuh), as the CPU's reference
+// path runs the float passes on rounded inputs and rounds their outputs. The
+// per-channel statistics, parameters and their gradients are float always.
+//
 // Every function queues its work on `stream` and returns without
 // synchronising; pointers are device memory; an empty batch writes zero sums.
 #pragma once
@@ -21,11 +30,14 @@
 #include <cstdint>
 
 #include "core/backend/batch_norm_ops.h"
+#include "core/tensor/tensor.h"
 
 namespace dtrain::cuda {
 
+// The batch: [n, channels, plane] elements of `dtype`.
 struct BatchNormDims {
   int64_t n = 0, channels = 0, plane = 1;
+  DType dtype = DType::F32;
 };
 
 // The per-channel constants of the output and gradient passes.
@@ -41,10 +53,10 @@ struct BatchNormStats {
 // shifts[c] = K[c], and sums = [count, count * K, sum (x - K), sum (x - K)^2]
 // (1 + 3 * channels), count = n * plane. x - K is a float difference, as on
 // the CPU; the squares and the sums are in double.
-void batchNormShiftedSums(const float* x, BatchNormDims d, const float* running_mean, float* shifts,
+void batchNormShiftedSums(const void* x, BatchNormDims d, const float* running_mean, float* shifts,
                           double* sums, cudaStream_t stream);
 // deviations[c] = sum of (x - mean[c])^2 over channel c (the second round).
-void batchNormSquaredDeviations(const float* x, BatchNormDims d, const float* mean, double* deviations,
+void batchNormSquaredDeviations(const void* x, BatchNormDims d, const float* mean, double* deviations,
                                 cudaStream_t stream);
 // The whole batch's moments = [mean | variance] (channels each, double) from
 // its shifted sums (batchNormShiftedSums, shifts = K) on the device, without
@@ -62,29 +74,37 @@ void batchNormBatchStatistics(const double* moments, double count, int64_t chann
                               double epsilon, const float* gamma, const float* beta, float* running_mean,
                               float* running_var, BatchNormStats out, float* scale, float* shift,
                               cudaStream_t stream);
-// The statistics an inference pass normalised with: mean = running_mean,
-// invstd = 1 / sqrt(running_var + epsilon).
+// The statistics an inference pass normalises with, as the CPU layer's:
+// mean = running_mean, invstd = 1 / sqrt(running_var + epsilon), and when
+// scale and shift are non-null, scale = gamma * invstd and shift = beta
+// (gamma, beta may be null: 1 and 0).
 void batchNormFrozenStatistics(const float* running_mean, const float* running_var, int64_t channels,
-                               double epsilon, BatchNormStats out, cudaStream_t stream);
+                               double epsilon, const float* gamma, const float* beta, BatchNormStats out,
+                               float* scale, float* shift, cudaStream_t stream);
 // y = act((x - mean[c]) * scale[c] + shift[c] + residual) (residual, the
-// other input of a fused add, may be null: 0), as the CPU's batchNormApply.
-void batchNormApply(const float* x, float* y, BatchNormDims d, const float* mean, const float* scale,
-                    const float* shift, const float* residual, ops::FusedActivation act, cudaStream_t stream);
-// y = act(y + residual) over `count` elements (after cuDNN's normalisation;
-// residual may be null: 0).
-void fusedActivationForward(float* y, const float* residual, int64_t count, ops::FusedActivation act,
-                            cudaStream_t stream);
+// other input of a fused add, may be null: 0), as the CPU's batchNormApply;
+// rounded to the dtype once, after the activation.
+void batchNormApply(const void* x, void* y, BatchNormDims d, const float* mean, const float* scale,
+                    const float* shift, const void* residual, ops::FusedActivation act, cudaStream_t stream);
+// y = act(y + residual) over `count` elements of `dtype` (after cuDNN's
+// normalisation; residual may be null: 0). In 16 bits y holds cuDNN's
+// rounded output, so a residual's sum would be rounded a second time: the
+// layer adds none there (see cuda_batch_norm.h). The activation alone
+// rounds nothing (relu and relu6 map a 16-bit value to itself, 0 or 6).
+void fusedActivationForward(void* y, const void* residual, DType dtype, int64_t count,
+                            ops::FusedActivation act, cudaStream_t stream);
 
 // ----------------------------------------------------------- backward --
 
 // g = dy where act at y passes a gradient, else 0 (y > 0 for relu, 0 < y < 6
-// for relu6; a copy of dy for None). g may equal dy.
-void fusedActivationBackward(const float* y, const float* dy, float* g, int64_t count,
+// for relu6; a copy of dy for None), over `count` elements of `dtype` (dy or
+// 0: exact in any dtype). g may equal dy.
+void fusedActivationBackward(const void* y, const void* dy, void* g, DType dtype, int64_t count,
                              ops::FusedActivation act, cudaStream_t stream);
 // This replica's sums, with g as above: sums[c] = sum of g, sums[channels + c]
 // = sum of g * (x - mean[c]); then dgamma[c] += invstd[c] * sums[channels + c]
 // and dbeta[c] += sums[c] (each skipped when null).
-void batchNormGradSums(const float* x, const float* y, const float* dy, BatchNormDims d,
+void batchNormGradSums(const void* x, const void* y, const void* dy, BatchNormDims d,
                        ops::FusedActivation act, BatchNormStats stats, double* sums, float* dgamma,
                        float* dbeta, cudaStream_t stream);
 // dx = a * g + b * (x - mean) + c per channel. Training (sums non-null: the
@@ -92,9 +112,9 @@ void batchNormGradSums(const float* x, const float* y, const float* dy, BatchNor
 // count of batchNormShiftedSums):
 // a = gamma * invstd, b = -a * invstd^2 * sums[channels + c] / count,
 // c = -a * sums[c] / count. Inference (sums null): a = gamma * invstd, b = c = 0.
-// gamma may be null (1).
-void batchNormInputGrad(const float* x, const float* y, const float* dy, BatchNormDims d,
+// gamma may be null (1). dx is computed in float and rounded to the dtype once.
+void batchNormInputGrad(const void* x, const void* y, const void* dy, BatchNormDims d,
                         ops::FusedActivation act, BatchNormStats stats, const float* gamma,
-                        const double* sums, const double* stats_count, float* dx, cudaStream_t stream);
+                        const double* sums, const double* stats_count, void* dx, cudaStream_t stream);
 
 }  // namespace dtrain::cuda

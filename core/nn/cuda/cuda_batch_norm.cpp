@@ -8,6 +8,7 @@
 #include "core/backend/cuda/cudnn_handle.h"
 #include "core/backend/cuda/fill_kernels.h"
 #include "core/backend/cuda/median_time.h"
+#include "core/errors.h"
 #include "core/nn/layers/batch_norm_moments.h"
 #include "core/nn/layers/layer_util.h"
 
@@ -29,6 +30,17 @@ const char* activationName(ops::FusedActivation act) {
   return "?";
 }
 
+// The kernels read every tensor of the batch as x's element type, so one of
+// another type (not Model's contract) is refused rather than misread.
+void checkElementType(const Layer& layer, const Tensor& x, const Tensor* t, const char* what) {
+  if (!t || t->dtype() == x.dtype()) return;
+  throw ShapeError(layer_util::label(layer) + ": " + what + " is " + dtypeName(t->dtype()) + ", x " +
+                   dtypeName(x.dtype()) + " (a batch_norm's activations share one element type)");
+}
+
+// 16-bit activations: float per-channel values with bf16 or fp16 data.
+bool sixteenBit(const Tensor& x) { return x.dtype() != DType::F32; }
+
 }  // namespace
 
 CudaBatchNorm::CudaBatchNorm(const BatchNorm& cpu, CudaContext& ctx, const GpuLayerOptions& options)
@@ -45,7 +57,7 @@ void CudaBatchNorm::allocate() {
   deviations_ = d + shifted;
   moments_ = d + shifted + c;
   grad_sums_ = d + shifted + 3 * c;
-  floats_ = ctx_.allocate(static_cast<size_t>(9 * c) * sizeof(float));
+  floats_ = ctx_.allocate(static_cast<size_t>(13 * c) * sizeof(float));
   float* f = static_cast<float*>(floats_.get());
   stats_out_ = {f, f + c};
   out_scale_ = f + 2 * c;
@@ -55,23 +67,31 @@ void CudaBatchNorm::allocate() {
   dgamma_scratch_ = f + 6 * c;
   dbeta_scratch_ = f + 7 * c;
   shifts_ = f + 8 * c;
-  ctx_.fill(f, 9 * c, 0.0f);
+  frozen_ = {f + 9 * c, f + 10 * c};
+  frozen_scale_ = f + 11 * c;
+  frozen_shift_ = f + 12 * c;
+  ctx_.fill(f, 13 * c, 0.0f);
   ctx_.fill(ones_, c, 1.0f);
   param_descriptor_ = std::make_unique<CudnnTensorDescriptor>(1, c, 1, 1);
 }
 
-const CudnnTensorDescriptor& CudaBatchNorm::dataDescriptor(int64_t n) {
-  auto found = data_descriptors_.find(n);
+const CudnnTensorDescriptor& CudaBatchNorm::dataDescriptor(int64_t n, DType dtype) {
+  const auto key = std::make_pair(n, dtype);
+  auto found = data_descriptors_.find(key);
   if (found != data_descriptors_.end()) return found->second;
   // cuDNN's spatial mode reduces over N, H and W alike, so [n, C, H*W, 1]
   // describes the batch; [C] samples are [n, C, 1, 1].
-  return data_descriptors_.emplace(n, CudnnTensorDescriptor(n, channels_, plane_, 1)).first->second;
+  return data_descriptors_
+      .emplace(key, CudnnTensorDescriptor(n, channels_, plane_, 1, cudnnDataTypeOf(dtype)))
+      .first->second;
 }
 
 void CudaBatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
   allocate();
   const Tensor& x = *in[0];
-  const float* residual = residual_ ? in[1]->data() : nullptr;
+  checkElementType(*this, x, &out, "y");
+  if (residual_) checkElementType(*this, x, in[1], "the residual");
+  const void* residual = residual_ ? in[1]->raw() : nullptr;
   if (ctx.training && ctx.stats_reducer) {
     forwardReduced(x, out, residual, ctx);
     return;
@@ -87,18 +107,39 @@ void CudaBatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, c
     return;
   }
   if (n == 0) return;
-  const cudnnTensorDescriptor_t xd = dataDescriptor(n).get();
+  if (sixteenBit(x)) {
+    // Our kernels, which round act(bn(x) + residual) once (cuda_batch_norm.h).
+    forwardFrozenOwn(x, out, residual);
+    return;
+  }
+  const cudnnTensorDescriptor_t xd = dataDescriptor(n, x.dtype()).get();
   checkCudnn(cudnnBatchNormalizationForwardInference(
                  ctx_.cudnn(), plane_ > 1 ? CUDNN_BATCHNORM_SPATIAL : CUDNN_BATCHNORM_PER_ACTIVATION, &kOne,
-                 &kZero, xd, x.data(), xd, out.data(), param_descriptor_->get(), gammaOrOnes(), betaOrZeros(),
+                 &kZero, xd, x.raw(), xd, out.raw(), param_descriptor_->get(), gammaOrOnes(), betaOrZeros(),
                  running_mean_.data(), running_var_.data(), config_.epsilon),
              ("batch normalisation inference of " + layer_util::label(*this)).c_str());
-  cuda::fusedActivationForward(out.data(), residual, out.numel(), act_, ctx_.stream());
+  cuda::fusedActivationForward(out.raw(), residual, out.dtype(), out.numel(), act_, ctx_.stream());
 }
 
-BatchNormPath CudaBatchNorm::pathFor(const Tensor& x, Tensor& y, const float* residual) {
-  if (forced_path_) return *forced_path_;
+void CudaBatchNorm::forwardFrozenOwn(const Tensor& x, Tensor& y, const void* residual) {
+  const cudaStream_t stream = ctx_.stream();
+  cuda::batchNormFrozenStatistics(running_mean_.data(), running_var_.data(), channels_, config_.epsilon,
+                                  config_.scale ? gamma_.data() : nullptr,
+                                  config_.center ? beta_.data() : nullptr, frozen_, frozen_scale_,
+                                  frozen_shift_, stream);
+  cuda::batchNormApply(x.raw(), y.raw(), dims(x), frozen_.mean, frozen_scale_, frozen_shift_, residual, act_,
+                       stream);
+}
+
+BatchNormPath CudaBatchNorm::pathFor(const Tensor& x, Tensor& y, const void* residual) {
   const int64_t n = x.dim(0);
+  if (residual && sixteenBit(x)) {
+    // cuDNN would round bn(x) to 16 bits before the add (cuda_batch_norm.h).
+    if (!chosen_.count(n))
+      chosen_[n] = Chosen{BatchNormPath::Own, -1.0, -1.0, false, "cuDNN cannot add the residual in 16 bits"};
+    return BatchNormPath::Own;
+  }
+  if (forced_path_) return *forced_path_;
   auto found = chosen_.find(n);
   if (found != chosen_.end()) return found->second.path;
   BatchNormAlgorithmKey key;
@@ -107,6 +148,7 @@ BatchNormPath CudaBatchNorm::pathFor(const Tensor& x, Tensor& y, const float* re
   key.plane = plane_;
   key.activation = activationName(act_);
   key.residual = residual != nullptr;
+  key.data = x.dtype();  // a 16-bit batch moves half the bytes: its own timing
   const std::string text = algorithmKey(key);
   if (options_.algorithms) {
     const std::optional<AlgorithmChoice> cached = options_.algorithms->find(text);
@@ -134,10 +176,10 @@ BatchNormPath CudaBatchNorm::pathFor(const Tensor& x, Tensor& y, const float* re
   return chosen.path;
 }
 
-double CudaBatchNorm::timePath(BatchNormPath path, const Tensor& x, Tensor& y, const float* residual) {
+double CudaBatchNorm::timePath(BatchNormPath path, const Tensor& x, Tensor& y, const void* residual) {
   const int64_t count = x.numel();
-  float* dx = unused_dx_.floats(count, x.device());
-  float* dresidual = residual ? unused_dresidual_.floats(count, x.device()) : nullptr;
+  void* dx = unused_dx_.elements(count, x.dtype(), x.device());
+  void* dresidual = residual ? unused_dresidual_.elements(count, x.dtype(), x.device()) : nullptr;
   // y serves as the output gradient (any values take the same time); the
   // running statistics are not updated and the parameter gradients go to
   // scratch, so the layer's state is as if the run had not happened. y and
@@ -159,8 +201,10 @@ double CudaBatchNorm::timePath(BatchNormPath path, const Tensor& x, Tensor& y, c
 }
 
 std::string CudaBatchNorm::algorithmName(int64_t batch) const {
-  if (forced_path_) return std::string(batchNormPathName(*forced_path_)) + " (forced)";
   auto found = chosen_.find(batch);
+  if (found != chosen_.end() && found->second.untimed)
+    return std::string(batchNormPathName(found->second.path)) + " (" + found->second.untimed + ")";
+  if (forced_path_) return std::string(batchNormPathName(*forced_path_)) + " (forced)";
   if (found == chosen_.end()) return "";
   const Chosen& c = found->second;
   std::string text = batchNormPathName(c.path);
@@ -177,43 +221,43 @@ std::string CudaBatchNorm::algorithmName(int64_t batch) const {
   return text + ms;
 }
 
-void CudaBatchNorm::forwardCudnn(const Tensor& x, Tensor& y, const float* residual, bool update) {
+void CudaBatchNorm::forwardCudnn(const Tensor& x, Tensor& y, const void* residual, bool update) {
   const int64_t n = x.dim(0);
-  const cudnnTensorDescriptor_t xd = dataDescriptor(n).get();
+  const cudnnTensorDescriptor_t xd = dataDescriptor(n, x.dtype()).get();
   checkCudnn(cudnnBatchNormalizationForwardTraining(
                  ctx_.cudnn(), plane_ > 1 ? CUDNN_BATCHNORM_SPATIAL : CUDNN_BATCHNORM_PER_ACTIVATION, &kOne,
-                 &kZero, xd, x.data(), xd, y.data(), param_descriptor_->get(), gammaOrOnes(), betaOrZeros(),
+                 &kZero, xd, x.raw(), xd, y.raw(), param_descriptor_->get(), gammaOrOnes(), betaOrZeros(),
                  config_.momentum, update ? running_mean_.data() : nullptr,
                  update ? running_var_.data() : nullptr, config_.epsilon, stats_out_.mean, stats_out_.invstd),
              ("batch normalisation forward of " + layer_util::label(*this)).c_str());
-  cuda::fusedActivationForward(y.data(), residual, y.numel(), act_, ctx_.stream());
+  // In 16 bits no residual comes here (pathFor), only the activation.
+  cuda::fusedActivationForward(y.raw(), residual, y.dtype(), y.numel(), act_, ctx_.stream());
 }
 
-void CudaBatchNorm::forwardOwn(const Tensor& x, Tensor& y, const float* residual, bool update) {
-  const cuda::BatchNormDims d = dims(x.dim(0));
+void CudaBatchNorm::forwardOwn(const Tensor& x, Tensor& y, const void* residual, bool update) {
+  const cuda::BatchNormDims d = dims(x);
   const cudaStream_t stream = ctx_.stream();
   const int64_t c = channels_;
   // All on the device: the moments come from the sums without the host, so
   // nothing waits for the stream (see batchNormMomentsFromShiftedSums for why
   // one round suffices here).
-  cuda::batchNormShiftedSums(x.data(), d, running_mean_.data(), shifts_, shifted_sums_, stream);
+  cuda::batchNormShiftedSums(x.raw(), d, running_mean_.data(), shifts_, shifted_sums_, stream);
   cuda::batchNormMomentsFromShiftedSums(shifted_sums_, shifts_, c, moments_, stream);
   cuda::batchNormBatchStatistics(
       moments_, static_cast<double>(d.n * d.plane), c, config_.momentum, config_.epsilon,
       config_.scale ? gamma_.data() : nullptr, config_.center ? beta_.data() : nullptr,
       update ? running_mean_.data() : nullptr, update ? running_var_.data() : nullptr, stats_out_, out_scale_,
       out_shift_, stream);
-  cuda::batchNormApply(x.data(), y.data(), d, stats_out_.mean, out_scale_, out_shift_, residual, act_,
-                       stream);
+  cuda::batchNormApply(x.raw(), y.raw(), d, stats_out_.mean, out_scale_, out_shift_, residual, act_, stream);
 }
 
-void CudaBatchNorm::forwardReduced(const Tensor& x, Tensor& y, const float* residual,
+void CudaBatchNorm::forwardReduced(const Tensor& x, Tensor& y, const void* residual,
                                    const LayerContext& ctx) {
-  const cuda::BatchNormDims d = dims(x.dim(0));
+  const cuda::BatchNormDims d = dims(x);
   const cudaStream_t stream = ctx_.stream();
   const bool update = ctx.updates_buffers;
   const int64_t c = channels_, size = batch_norm_moments::shiftedSumsSize(c);
-  cuda::batchNormShiftedSums(x.data(), d, running_mean_.data(), shifts_, shifted_sums_, stream);
+  cuda::batchNormShiftedSums(x.raw(), d, running_mean_.data(), shifts_, shifted_sums_, stream);
   ctx.stats_reducer->allReduceSum(shifted_sums_, size);
   // The host reads the summed vector (waiting for the reduction) and decides
   // as the CPU layer does whether a second round is needed, so that every
@@ -233,7 +277,7 @@ void CudaBatchNorm::forwardReduced(const Tensor& x, Tensor& y, const float* resi
     host_mean_.resize(static_cast<size_t>(c));
     for (int64_t k = 0; k < c; ++k) host_mean_[k] = static_cast<float>(mean[k]);
     ctx_.copy(stats_out_.mean, host_mean_.data(), host_mean_.size() * sizeof(float), false);
-    cuda::batchNormSquaredDeviations(x.data(), d, stats_out_.mean, deviations_, stream);
+    cuda::batchNormSquaredDeviations(x.raw(), d, stats_out_.mean, deviations_, stream);
     ctx.stats_reducer->allReduceSum(deviations_, c);
     host_deviations_.resize(static_cast<size_t>(c));
     ctx_.copy(host_deviations_.data(), deviations_, host_deviations_.size() * sizeof(double), true);
@@ -244,43 +288,50 @@ void CudaBatchNorm::forwardReduced(const Tensor& x, Tensor& y, const float* resi
       moments_, count, c, config_.momentum, config_.epsilon, config_.scale ? gamma_.data() : nullptr,
       config_.center ? beta_.data() : nullptr, update ? running_mean_.data() : nullptr,
       update ? running_var_.data() : nullptr, stats_out_, out_scale_, out_shift_, stream);
-  cuda::batchNormApply(x.data(), y.data(), d, stats_out_.mean, out_scale_, out_shift_, residual, act_,
-                       stream);
+  cuda::batchNormApply(x.raw(), y.raw(), d, stats_out_.mean, out_scale_, out_shift_, residual, act_, stream);
 }
 
 void CudaBatchNorm::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                              const std::vector<Tensor*>& din, const LayerContext& ctx) {
-  float* dx = din[0] ? din[0]->data() : nullptr;
-  float* dresidual = residual_ && din[1] ? din[1]->data() : nullptr;
+  const Tensor& x = *in[0];
+  checkElementType(*this, x, &out, "y");
+  checkElementType(*this, x, &dout, "dy");
+  checkElementType(*this, x, din[0], "dx");
+  if (residual_) checkElementType(*this, x, din[1], "the residual's gradient");
+  void* dx = din[0] ? din[0]->raw() : nullptr;
+  void* dresidual = residual_ && din[1] ? din[1]->raw() : nullptr;
   if (!dx && !dresidual && !config_.scale && !config_.center) return;
   allocate();
   if (ctx.training && !ctx.stats_reducer && last_path_ == BatchNormPath::Cudnn)
-    backwardCudnn(*in[0], out, dout, dx, dresidual, Into::Params);
+    backwardCudnn(x, out, dout, dx, dresidual, Into::Params);
   else
-    backwardOwn(*in[0], out, dout, dx, dresidual, Into::Params, ctx.training, ctx.stats_reducer);
+    backwardOwn(x, out, dout, dx, dresidual, Into::Params, ctx.training, ctx.stats_reducer);
 }
 
-void CudaBatchNorm::backwardCudnn(const Tensor& x, const Tensor& y, const Tensor& dy, float* dx,
-                                  float* dresidual, Into into) {
+void CudaBatchNorm::backwardCudnn(const Tensor& x, const Tensor& y, const Tensor& dy, void* dx,
+                                  void* dresidual, Into into) {
   const int64_t n = x.dim(0), count = dy.numel();
   if (n == 0) return;
   const cudaStream_t stream = ctx_.stream();
-  const float* g = dy.data();
+  const DType type = dy.dtype();
+  // In 16 bits: the masked gradient (dy or 0, exact) and cuDNN's dx are of
+  // the data's type, dx rounded once by cuDNN; the parameter gradients float.
+  const void* g = dy.raw();
   if (act_ != ops::FusedActivation::None || dresidual) {
     // The masked gradient is the residual's: written there when it is wanted.
-    float* masked = dresidual ? dresidual : masked_.floats(count, dy.device());
-    cuda::fusedActivationBackward(y.data(), g, masked, count, act_, stream);
+    void* masked = dresidual ? dresidual : masked_.elements(count, type, dy.device());
+    cuda::fusedActivationBackward(y.raw(), g, masked, type, count, act_, stream);
     g = masked;
   }
-  float* dx_data = dx ? dx : unused_dx_.floats(count, dy.device());
+  void* dx_data = dx ? dx : unused_dx_.elements(count, type, dy.device());
   // cuDNN writes both parameter gradients with one blend factor: straight
   // into ours (+=) when the layer has both, else into scratch (=), added after.
   const bool both = config_.scale && config_.center && into == Into::Params;
   const float param_blend = both ? 1.0f : 0.0f;
-  const cudnnTensorDescriptor_t xd = dataDescriptor(n).get();
+  const cudnnTensorDescriptor_t xd = dataDescriptor(n, x.dtype()).get();
   checkCudnn(cudnnBatchNormalizationBackward(
                  ctx_.cudnn(), plane_ > 1 ? CUDNN_BATCHNORM_SPATIAL : CUDNN_BATCHNORM_PER_ACTIVATION, &kOne,
-                 &kZero, &kOne, &param_blend, xd, x.data(), xd, g, xd, dx_data, param_descriptor_->get(),
+                 &kZero, &kOne, &param_blend, xd, x.raw(), xd, g, xd, dx_data, param_descriptor_->get(),
                  gammaOrOnes(), both ? dgamma_.data() : dgamma_scratch_,
                  both ? dbeta_.data() : dbeta_scratch_, config_.epsilon, stats_out_.mean, stats_out_.invstd),
              ("batch normalisation backward of " + layer_util::label(*this)).c_str());
@@ -289,24 +340,26 @@ void CudaBatchNorm::backwardCudnn(const Tensor& x, const Tensor& y, const Tensor
   if (config_.center) cuda::axpy(1.0f, dbeta_scratch_, dbeta_.data(), channels_, stream);
 }
 
-void CudaBatchNorm::backwardOwn(const Tensor& x, const Tensor& y, const Tensor& dy, float* dx,
-                                float* dresidual, Into into, bool training, StatsReducer* reducer) {
-  const cuda::BatchNormDims d = dims(x.dim(0));
+void CudaBatchNorm::backwardOwn(const Tensor& x, const Tensor& y, const Tensor& dy, void* dx,
+                                void* dresidual, Into into, bool training, StatsReducer* reducer) {
+  const cuda::BatchNormDims d = dims(x);
   const cudaStream_t stream = ctx_.stream();
   // At inference the pass normalised with the running statistics (cuDNN's
   // inference call keeps none for us).
   if (!training)
     cuda::batchNormFrozenStatistics(running_mean_.data(), running_var_.data(), channels_, config_.epsilon,
-                                    stats_out_, stream);
-  if (dresidual) cuda::fusedActivationBackward(y.data(), dy.data(), dresidual, dy.numel(), act_, stream);
+                                    nullptr, nullptr, frozen_, nullptr, nullptr, stream);
+  const cuda::BatchNormStats stats = training ? stats_out_ : frozen_;
+  if (dresidual)
+    cuda::fusedActivationBackward(y.raw(), dy.raw(), dresidual, dy.dtype(), dy.numel(), act_, stream);
   const bool params = into == Into::Params;
-  cuda::batchNormGradSums(x.data(), y.data(), dy.data(), d, act_, stats_out_, grad_sums_,
+  cuda::batchNormGradSums(x.raw(), y.raw(), dy.raw(), d, act_, stats, grad_sums_,
                           config_.scale ? (params ? dgamma_.data() : dgamma_scratch_) : nullptr,
                           config_.center ? (params ? dbeta_.data() : dbeta_scratch_) : nullptr, stream);
   if (!dx) return;  // every replica skips alike: the model is the same
   // Without a reducer this process's sums are the whole batch's.
   if (training && reducer) reducer->allReduceSum(grad_sums_, 2 * channels_);
-  cuda::batchNormInputGrad(x.data(), y.data(), dy.data(), d, act_, stats_out_,
+  cuda::batchNormInputGrad(x.raw(), y.raw(), dy.raw(), d, act_, stats,
                            config_.scale ? gamma_.data() : nullptr, training ? grad_sums_ : nullptr,
                            shifted_sums_, dx, stream);
 }

@@ -38,6 +38,26 @@
 // Inference passes use cuDNN's inference call; their backward (rarely
 // wanted: frozen statistics) runs on our kernels.
 //
+// In a 16-bit precision (bf16, fp16) x, y, the residual, dy and dx are
+// 16-bit tensors of one dtype (Model's; checked) and the parameters, their
+// gradients, the running statistics and everything per channel stay float
+// (SixteenBitRole::Normalisation): cuDNN takes 16-bit data descriptors with
+// the float parameter descriptor, our kernels load 16-bit values and store
+// rounded (batch_norm_kernels.h). What the CPU's reference path rounds once,
+// act(bn(x) + residual), must be rounded once here too, so:
+//   - a training pass with a fused residual add takes our kernels, untimed:
+//     cuDNN stores its bn(x) rounded to 16 bits, and adding the residual
+//     after it would round a second time (relu and relu6 alone need no such
+//     care: their bounds are 16-bit values, so act(round(v)) = round(act(v)),
+//     up to a zero's sign, and they stay an element pass after cuDNN's);
+//   - an inference pass takes our kernels (the frozen statistics, then one
+//     fused output pass) for the same reason with a residual, and without
+//     one as well: one pass instead of two with an activation, the CPU
+//     layer's own expression per element, and no reliance on cuDNN's 16-bit
+//     inference call, which unlike a training pass has no timing to fall
+//     back from a refusal.
+// fp32 and tf32 run exactly as described above, on float tensors.
+//
 // Ownership and threading: as every Layer. Device memory for the per-channel
 // statistics is allocated on the first pass and kept. Timing a batch size
 // synchronises the stream once (not inside a CUDA graph capture: capture
@@ -47,6 +67,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend/algorithm_keys.h"
@@ -70,7 +91,8 @@ class CudaBatchNorm : public BatchNorm {
   // The single-process training path at this batch size ("cudnn", "own"),
   // with its time when timed here or cached; "" before its first training pass.
   std::string algorithmName(int64_t batch) const override;
-  // For tests: every single-process training pass takes `path`, untimed.
+  // For tests: every single-process training pass takes `path`, untimed
+  // (except a 16-bit pass with a residual, which always takes our kernels).
   void forcePath(BatchNormPath path) { forced_path_ = path; }
 
  private:
@@ -78,36 +100,44 @@ class CudaBatchNorm : public BatchNorm {
   // scratch (a timing run, which must leave them as they are).
   enum class Into { Params, Scratch };
 
-  // The path for a single-process training pass of n samples: forced, chosen
-  // before, cached, or timed now on these buffers.
-  BatchNormPath pathFor(const Tensor& x, Tensor& y, const float* residual);
+  // The path for a single-process training pass of n samples: our kernels for
+  // a 16-bit one with a residual, else forced, chosen before, cached, or timed
+  // now on these buffers. Below, the residual (a fused add's other input), dx
+  // and dresidual are of x's dtype, as y and dy are.
+  BatchNormPath pathFor(const Tensor& x, Tensor& y, const void* residual);
   // Median milliseconds of forward + backward on `path`, state untouched; < 0 on failure.
-  double timePath(BatchNormPath path, const Tensor& x, Tensor& y, const float* residual);
-  void forwardCudnn(const Tensor& x, Tensor& y, const float* residual, bool update);
-  void forwardOwn(const Tensor& x, Tensor& y, const float* residual, bool update);
-  void forwardReduced(const Tensor& x, Tensor& y, const float* residual, const LayerContext& ctx);
-  void backwardCudnn(const Tensor& x, const Tensor& y, const Tensor& dy, float* dx, float* dresidual,
+  double timePath(BatchNormPath path, const Tensor& x, Tensor& y, const void* residual);
+  void forwardCudnn(const Tensor& x, Tensor& y, const void* residual, bool update);
+  void forwardOwn(const Tensor& x, Tensor& y, const void* residual, bool update);
+  void forwardReduced(const Tensor& x, Tensor& y, const void* residual, const LayerContext& ctx);
+  // An inference pass on our kernels (16-bit tensors).
+  void forwardFrozenOwn(const Tensor& x, Tensor& y, const void* residual);
+  void backwardCudnn(const Tensor& x, const Tensor& y, const Tensor& dy, void* dx, void* dresidual,
                      Into into);
   // The whole batch's sums when `reducer` is null in training.
-  void backwardOwn(const Tensor& x, const Tensor& y, const Tensor& dy, float* dx, float* dresidual, Into into,
+  void backwardOwn(const Tensor& x, const Tensor& y, const Tensor& dy, void* dx, void* dresidual, Into into,
                    bool training, StatsReducer* reducer);
   // The device memory below, allocated once channels_ is known.
   void allocate();
-  // x's descriptor for a batch of n (n >= 1), made on first use.
-  const CudnnTensorDescriptor& dataDescriptor(int64_t n);
-  cuda::BatchNormDims dims(int64_t n) const { return {n, channels_, plane_}; }
+  // x's descriptor for a batch of n (n >= 1) of `dtype`, made on first use.
+  const CudnnTensorDescriptor& dataDescriptor(int64_t n, DType dtype);
+  // The batch x: its sample count and dtype.
+  cuda::BatchNormDims dims(const Tensor& x) const { return {x.dim(0), channels_, plane_, x.dtype()}; }
   const float* gammaOrOnes() const { return config_.scale ? gamma_.data() : ones_; }
   const float* betaOrZeros() const { return config_.center ? beta_.data() : zeros_; }
 
   CudaContext& ctx_;
   GpuLayerOptions options_;
-  std::map<int64_t, CudnnTensorDescriptor> data_descriptors_;  // by batch size
-  std::unique_ptr<CudnnTensorDescriptor> param_descriptor_;    // [1, C, 1, 1]
+  std::map<std::pair<int64_t, DType>, CudnnTensorDescriptor> data_descriptors_;  // by batch size, dtype
+  // [1, C, 1, 1], float for 16-bit data too (cuDNN's bnScaleBiasMeanVarDesc
+  // of half and bfloat16 data is float, as cudnnDeriveBNTensorDescriptor makes it).
+  std::unique_ptr<CudnnTensorDescriptor> param_descriptor_;
   struct Chosen {
     BatchNormPath path;
     double time_ms;   // its median; < 0: neither path could be timed (then cuDNN, as before)
     double other_ms;  // the other path's; < 0 when cached or not timed
     bool cached;
+    const char* untimed = nullptr;  // why the path is the only one, when it is (not timed, not cached)
   };
   std::map<int64_t, Chosen> chosen_;  // by batch size
   std::optional<BatchNormPath> forced_path_;
@@ -124,7 +154,9 @@ class CudaBatchNorm : public BatchNorm {
   // deviation on its path), the output pass's scale and shift, the stand-ins
   // for a missing gamma (ones) and beta (zeros), and parameter gradients
   // that go nowhere (cuDNN's when one of them is missing, and timing runs');
-  // then the shifts K of the pass.
+  // then the shifts K of the pass; then an inference pass's statistics,
+  // scale and shift (our kernels'), apart so that they leave a training
+  // pass's alone.
   cuda::BatchNormStats stats_out_{nullptr, nullptr};
   float* out_scale_ = nullptr;
   float* out_shift_ = nullptr;
@@ -133,6 +165,9 @@ class CudaBatchNorm : public BatchNorm {
   float* dgamma_scratch_ = nullptr;
   float* dbeta_scratch_ = nullptr;
   float* shifts_ = nullptr;
+  cuda::BatchNormStats frozen_{nullptr, nullptr};
+  float* frozen_scale_ = nullptr;
+  float* frozen_shift_ = nullptr;
   // Host copies of the reduced vectors and of what goes back to the device.
   std::vector<double> host_sums_, host_deviations_, host_moments_;
   std::vector<float> host_shifts_, host_mean_;
