@@ -75,6 +75,9 @@ void* CachingAllocator::allocate(size_t bytes) {
   if (recording_ >= 0) pool_of_[block] = recording_;
   stats_.in_use_bytes += static_cast<int64_t>(size);
   if (stats_.in_use_bytes > stats_.peak_in_use_bytes) stats_.peak_in_use_bytes = stats_.in_use_bytes;
+  // Only an allocation raises what is held: a release to a pool keeps it held.
+  const int64_t held = stats_.in_use_bytes + stats_.pooled_bytes;
+  if (held > stats_.peak_held_bytes) stats_.peak_held_bytes = held;
   return block;
 }
 
@@ -157,6 +160,13 @@ void CachingAllocator::emptyCacheLocked() {
 CachingAllocatorStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
+}
+
+int64_t CachingAllocator::restartPeak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t peak = stats_.peak_held_bytes;
+  stats_.peak_held_bytes = stats_.in_use_bytes + stats_.pooled_bytes;
+  return peak;
 }
 
 }  // namespace dtrain

@@ -46,6 +46,10 @@ struct CachingAllocatorStats {
   int64_t raw_allocations = 0;  // calls that reached the raw allocator
   int64_t reuses = 0;           // requests served from the cache
   int64_t pooled_bytes = 0;     // released into a recording pool, kept for it
+  // The most in use and pooled together (a pool's blocks are memory its
+  // replays write), since construction or the last restartPeak(): the device
+  // memory a training step needs, with or without recorded steps.
+  int64_t peak_held_bytes = 0;
 };
 
 class CachingAllocator {
@@ -65,6 +69,10 @@ class CachingAllocator {
   // Gives every cached free block back to the raw allocator.
   void emptyCache();
   CachingAllocatorStats stats() const;
+  // peak_held_bytes of the span now ending; the next starts from what is
+  // held now. So a peak can be read per step, apart from the first steps'
+  // algorithm searches and their scratch memory.
+  int64_t restartPeak();
 
   // Opens a pool that records every block handed out or released until
   // endRecording(); one records at a time (throws Error otherwise).

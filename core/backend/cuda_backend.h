@@ -61,6 +61,9 @@ class CudaBackend {
   // device's compute stream (throws DeviceError when it cannot).
   virtual std::unique_ptr<StepScalarsBuffer> stepScalars(int device) = 0;
   virtual std::unique_ptr<StepRecording> recordStep(int device) = 0;
+  // core/backend/device_memory.h's peakDeviceMemory: the caching allocator's
+  // held peak (CachingAllocatorStats::peak_held_bytes), its span restarted.
+  virtual int64_t peakMemoryInUse(int device) = 0;
 };
 
 // The module's entry points, by name; each is a C function so dlsym finds it

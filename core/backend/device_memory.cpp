@@ -58,4 +58,6 @@ void addDeviceMemory(float* dst, const float* src, int64_t n, Device device) {
   cudaBackend(device).add(device.index, dst, src, n);
 }
 
+int64_t peakDeviceMemory(Device device) { return cudaBackend(device).peakMemoryInUse(device.index); }
+
 }  // namespace dtrain

@@ -39,5 +39,11 @@ void convertDeviceMemory(const void* src, DType from, void* dst, DType to, int64
 void addDeviceMemory16(void* dst, const void* src, DType dtype, int64_t n, Device device);
 // dst[i] += src[i] for n floats on `device`.
 void addDeviceMemory(float* dst, const float* src, int64_t n, Device device);
+// The most memory dtrain held on `device` (not the CPU) at once since the
+// previous call, or for the first since the device's first use: blocks
+// handed out, and those kept for a recorded step's replays (cached free ones
+// not). Each call starts the next span, so the trainer reads a step's peak
+// apart from the first steps' algorithm searches.
+int64_t peakDeviceMemory(Device device);
 
 }  // namespace dtrain

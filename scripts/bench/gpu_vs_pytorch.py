@@ -14,6 +14,10 @@ Mixed precision, both programs in bf16 (synthetic data; 224 px: 3x224x224, 1000 
   resnet20_bf16 >= 1.5          ResNet-20 as resnet20, batch 128
   resnet50_fp32, resnet50_tf32  no bar: dtrain alone in fp32 and in tf32, against the
                                 PyTorch bf16 figure of resnet50_bf16 (the gap to close)
+  resnet20_fp16                 no bar, not run unless --only names it: dtrain alone in fp16
+                                (dynamic loss scaling), against resnet20_bf16's PyTorch figure
+Memory bar: dtrain's peak device memory in resnet50_bf16 <= 0.6 x its own in resnet50_fp32,
+both from the same benchmark (PyTorch's bf16 and fp32 peaks beside it, no bar).
 Both programs train the same network (scripts/bench/peer_models.py and model_peers.py mirror
 dtrain's presets) with SGD momentum 0.9, lr 0.05, softmax cross-entropy; fp32 with TF32 off
 unless the configuration names another precision. dtrain runs with its defaults for
@@ -36,10 +40,10 @@ runs within the time box.
            from one round to the next; the caching allocator is emptied after each run.
            bf16: torch.autocast("cuda", dtype=torch.bfloat16) around forward and loss, the
            model and the batches in torch.channels_last (fp32 weights, gradients and SGD).
-A dtrain that refuses the precision on the GPU (exit status 2 and a one-line error naming
-the precision; this version refuses bf16 and fp16 there) leaves its side UNMEASURED with
-that line as the reason: PyTorch's side is still measured, and the bar's result is
-UNMEASURED, not FAIL.
+dtrain runs bf16 and fp16 on the GPU. An older one that refuses the precision there (exit
+status 2 and a one-line error naming the precision) leaves its side UNMEASURED with that
+line as the reason: PyTorch's side is still measured, and the bar's result is UNMEASURED,
+not FAIL.
 Runs alternate within each configuration (dtrain first in even rounds, PyTorch first in odd
 ones), configurations one after another; each figure is the median over the rounds, and a
 bar needs at least --min-rounds of them. When a round would end past --budget, the timed
@@ -49,14 +53,22 @@ then is not started.
 Also measured:
   ceiling     the GPU's fp32 matrix-product rate: torch.matmul 8192^3, TF32 off, median of
               10 timed with CUDA events; also of bf16 and of tf32 (TF32 on) 8192^3 products
-              timed the same way when a configuration runs in that precision.
+              timed the same way when a configuration runs in that precision (and of fp16
+              for resnet20_fp16).
   TFLOP/s     per configuration and program: 3 x forward FLOPs per image x images/s
               (backward counted as twice the forward; forward FLOPs from `dtrain check`,
               else the products alone from scripts/bench/model_flops.py), and its share
               of the ceiling of the precision that program ran in.
-  memory      per configuration, PyTorch's peak device memory during the timed steps
-              (torch.cuda.max_memory_allocated, less what the other configurations' models
-              hold); dtrain reports no device-memory figure, so its side is UNMEASURED.
+  memory      per configuration, each program's peak device memory during the timed steps,
+              the largest over the rounds. dtrain: the largest `device_peak_bytes` of the
+              metrics.jsonl lines after the warm-up (each line's is the most its caching
+              allocator held at once, blocks handed out or kept for a recorded step, since
+              the line before: the first steps' algorithm searches stay out, whatever else
+              dtrain keeps on the device stays in). PyTorch: torch.cuda.max_memory_allocated,
+              less what the other configurations' models hold. The memory bar's PyTorch fp32
+              figure comes from one more PyTorch run of resnet50_fp32 after the rounds, when
+              the budget leaves room. A dtrain whose metrics have no device_peak_bytes (older)
+              leaves the memory bar UNMEASURED.
   GPU busy    `nvidia-smi dmon -s u` (SM %, one sample a second) during one more dtrain run
               of mlp4096 lasting --busy-seconds; the samples whose whole second lies
               between the end of the warm-up and the last step count; bar: median >= 90%.
@@ -128,10 +140,19 @@ CONFIGS.update({
                               "width": 1.0, "label": "MobileNetV2 224px batch 64 bf16",
                               "model_toml": 'preset = "mobilenet_v2"\nwidth = 1.0\ndropout = 0.2\n'},
     "resnet20_bf16": {**CONFIGS["resnet20"], "precision": "bf16", "label": "ResNet-20 batch 128 bf16"},
+    "resnet20_fp16": {**CONFIGS["resnet20"], "bar": None, "precision": "fp16", "against": "resnet20_bf16",
+                      "label": "ResNet-20 batch 128 dtrain fp16"},
 })
 for _c in CONFIGS.values():
     _c.setdefault("precision", "fp32")
+# The configurations run when --only names none: resnet20_fp16's figures are not worth the
+# rounds' time they take from the bars.
+DEFAULT_CONFIGS = [n for n in CONFIGS if n != "resnet20_fp16"]
 PEER_PRECISIONS = ("fp32", "bf16")  # what the PyTorch peer trains in
+# dtrain's peak device memory in `config` against its own in `baseline`: at most `bar` times.
+MEMORY_BAR = {"config": "resnet50_bf16", "baseline": "resnet50_fp32", "bar": 0.6,
+              "label": "ResNet-50 224px batch 64 bf16 / fp32"}
+MEMORY_PEER_SECONDS = 25  # held back from the rounds for the PyTorch fp32 run of MEMORY_BAR's baseline
 DTRAIN_EXIT_BAD_CONFIG = 2  # cli/commands.h kExitBadConfig: the job or command line is refused
 BUSY_CONFIG, BUSY_BAR = "mlp4096", 90.0
 # (label, configuration, job key, the setting whose cost is reported, the baseline)
@@ -347,9 +368,9 @@ def peer_train(torch, state, data_cache, name, seconds, warmup, data):
 
 
 def peer_ceiling(torch, precision="fp32", n=8192, reps=10):
-    """Matrix product n x n x n in fp32 with TF32 off, in tf32 (fp32 with TF32 on) or in bf16:
-    TFLOP/s, median of reps."""
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    """Matrix product n x n x n in fp32 with TF32 off, in tf32 (fp32 with TF32 on), in bf16 or
+    in fp16: TFLOP/s, median of reps."""
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
     a = torch.randn(n, n, device="cuda", dtype=dtype)
     b = torch.randn(n, n, device="cuda", dtype=dtype)
     c = torch.empty(n, n, device="cuda", dtype=dtype)
@@ -555,8 +576,9 @@ def precision_refusal(name, returncode, stderr):
 
 def dtrain_run(a, name, steps, sets=()):
     """One `dtrain train`: ({"rate": images/s after the warm-up, "step_median": median of the
-    per-step figures, "t_begin", "t_end": wall times of the timed span}, None) or (None, why);
-    why is a Refusal when dtrain refuses the configuration's precision."""
+    per-step figures, "t_begin", "t_end": wall times of the timed span, "peak_bytes": the most
+    device memory dtrain held after the warm-up, None when its metrics have no figure}, None)
+    or (None, why); why is a Refusal when dtrain refuses the configuration's precision."""
     warmup = warmup_steps(a, name)
     job, run_dir = write_job(a.work, name, a.data, warmup + steps)
     limit = 3 * a.seconds + 120  # a hang must not stall the benchmark
@@ -576,14 +598,17 @@ def dtrain_run(a, name, steps, sets=()):
 def rate_of(metrics, warmup):
     with open(metrics) as f:
         rows = [json.loads(l) for l in f if l.endswith("}\n")]
-    train = [r for r in rows if r["split"] == "train"]
+    train = [r for r in rows if r.get("split") == "train"]
     start = [r["time"] for r in train if r["step"] == warmup]
     after = [r for r in train if r["step"] > warmup]
     if not start or not after:
         return None, f"{metrics} has no train record of step {warmup} followed by more"
     rate = sum(r["samples"] for r in after) / (after[-1]["time"] - start[0])
+    # Each line's figure covers the steps since the line before: after the warm-up's last
+    # line, the algorithm searches of the first steps are behind.
+    peaks = [r["device_peak_bytes"] for r in after if r.get("device_peak_bytes") is not None]
     return {"rate": rate, "step_median": statistics.median(r["images_per_s"] for r in after),
-            "t_begin": start[0], "t_end": after[-1]["time"]}, None
+            "t_begin": start[0], "t_end": after[-1]["time"], "peak_bytes": max(peaks) if peaks else None}, None
 
 
 def steps_for(rate, batch, seconds, least=CALIBRATION_STEPS):
@@ -629,10 +654,12 @@ def measure(a):
                  "against": c.get("against"),
                  "data": "fashion_mnist" if c["fashion"] and a.data != "synthetic" else "synthetic",
                  "dtrain_runs": [], "dtrain_step_medians": [], "torch_runs": [], "torch_peak_memory_runs": [],
-                 "dtrain_unmeasured": None, "errors": []}
+                 "dtrain_peak_memory_runs": [], "dtrain_unmeasured": None, "errors": []}
             r["forward_flops"], r["flops_source"] = dtrain_forward_flops(a, name)
             got, err = dtrain_run(a, name, calibration_steps(name))  # also the GPU's and the binary's warm-up
             r["calibration_images_per_s"] = got["rate"] if got else None
+            if got and got["peak_bytes"] is not None:  # the same steps as a round's: its peak counts too
+                r["dtrain_peak_memory_runs"].append(got["peak_bytes"])
             if isinstance(err, Refusal):
                 r["dtrain_unmeasured"] = str(err)
             elif err:
@@ -644,6 +671,8 @@ def measure(a):
             res[name] = r
         seconds, rounds_done = a.seconds, 0
         reserve = a.busy_seconds + 15  # the GPU-busy run after the rounds
+        if memory_peer_wanted(res):
+            reserve += MEMORY_PEER_SECONDS
         runs_per_round = max(1, sum(len(sides_of(n, r)) for n, r in res.items()))
         for rnd in range(a.rounds):
             if rnd:
@@ -668,6 +697,8 @@ def measure(a):
                         if got:
                             r["dtrain_runs"].append(got["rate"])
                             r["dtrain_step_medians"].append(got["step_median"])
+                            if got["peak_bytes"] is not None:
+                                r["dtrain_peak_memory_runs"].append(got["peak_bytes"])
                     else:
                         got, err = peer.ask({"what": "train", "config": name, "seconds": seconds,
                                              "warmup": warmup_steps(a, name)}, timeout=seconds + 180)
@@ -681,6 +712,7 @@ def measure(a):
             print(f"  round {rnd + 1} ({round_s:.0f} s): " + ", ".join(
                 f"{k} {last(v['dtrain_runs'])} / {last(v['torch_runs'])}" for k, v in res.items())
                 + f" img/s (dtrain / PyTorch) [{elapsed():.0f} s]", flush=True)
+        torch_baseline = memory_peer_run(a, peer, res, elapsed) if memory_peer_wanted(res) else None
     finally:
         peer.close()
     for name, r in res.items():
@@ -701,24 +733,92 @@ def measure(a):
             r["pass"] = bool(r["ratio"] and r["ratio"] >= r["bar"] and r["rounds"] >= a.min_rounds)
             r["result"] = "PASS" if r["pass"] else "FAIL"
         r["torch_peak_memory_bytes"] = max(r["torch_peak_memory_runs"]) if r["torch_peak_memory_runs"] else None
-        r["dtrain_peak_memory_bytes"] = None
-        r["dtrain_peak_memory_unmeasured"] = (r["dtrain_unmeasured"] or
-                                              "dtrain reports no device-memory figure (metrics.jsonl has none)")
+        r["dtrain_peak_memory_bytes"] = max(r["dtrain_peak_memory_runs"]) if r["dtrain_peak_memory_runs"] else None
+        r["dtrain_peak_memory_unmeasured"] = None
+        if r["dtrain_peak_memory_bytes"] is None:
+            r["dtrain_peak_memory_unmeasured"] = (
+                r["dtrain_unmeasured"] or (NO_PEAK_FIGURE if r["calibration_images_per_s"] else
+                                           "dtrain did not run: " + "; ".join(r["errors"])))
         flops = 3 * r["forward_flops"]
         for side, v, precision in (("dtrain", d, r["precision"]), ("torch", t, r["peer_precision"])):
             top = ceilings.get(precision, {}).get("tflops")
             r[f"{side}_tflops"] = flops * v / 1e12 if v else None
             r[f"{side}_ceiling_share"] = flops * v / (top * 1e12) if v and top else None
+    memory = memory_bar(res, torch_baseline)
     busy = measure_busy(a, res) if BUSY_CONFIG in res else None
     variants = measure_variants(a, res, started) if a.variants else []
-    return {"ceiling": ceiling, "ceilings": ceilings, "configs": res, "gpu_busy": busy, "variants": variants,
+    return {"ceiling": ceiling, "ceilings": ceilings, "configs": res, "memory": memory, "gpu_busy": busy,
+            "variants": variants,
             "seconds": a.seconds, "seconds_last_round": seconds, "warmup_steps": a.warmup, "rounds": rounds_done,
             "min_rounds": a.min_rounds, "data": a.data, "wall_s": elapsed(),
             "method": "dtrain: post-warm-up samples / wall time from metrics.jsonl; PyTorch: images / "
                       "synchronized wall time, one persistent process; medians over alternated rounds; "
                       "fp32 configurations TF32 off on both, bf16 ones PyTorch autocast + channels_last; "
                       "TFLOP/s = 3 x forward FLOPs x images/s, shares of the ceiling of each side's precision; "
-                      "dtrain UNMEASURED where it refuses the precision on the GPU"}
+                      "peak device memory after the warm-up: dtrain's device_peak_bytes from metrics.jsonl, "
+                      "PyTorch's max_memory_allocated; dtrain UNMEASURED where an older one refuses the "
+                      "precision on the GPU"}
+
+
+NO_PEAK_FIGURE = "this dtrain's metrics.jsonl has no device_peak_bytes (a build from before that figure)"
+
+
+def memory_peer_wanted(res):
+    """Whether MEMORY_BAR's PyTorch baseline is to be run: both its configurations are measured, and
+    the baseline borrows another configuration's PyTorch figure (so the rounds do not run it)."""
+    base = MEMORY_BAR["baseline"]
+    return (MEMORY_BAR["config"] in res and base in res and "against" in CONFIGS[base]
+            and CONFIGS[base]["precision"] in PEER_PRECISIONS)
+
+
+def memory_peer_run(a, peer, res, elapsed):
+    """PyTorch's peak device memory in MEMORY_BAR's baseline (fp32): one short run after the rounds,
+    when the budget leaves room. {"peak_memory_bytes", "images_per_s", ...} or {"error": why}."""
+    name = MEMORY_BAR["baseline"]
+    left = a.budget - elapsed() - (a.busy_seconds + 15 if BUSY_CONFIG in res else 0)
+    if left < MEMORY_PEER_SECONDS:
+        return {"error": f"time budget of {a.budget:.0f} s: {max(0.0, left):.0f} s left for it"}
+    got, err = peer.ask({"what": "train", "config": name, "seconds": MIN_SECONDS, "warmup": warmup_steps(a, name)},
+                        timeout=MEMORY_PEER_SECONDS + 120)
+    if err:
+        print(f"  PyTorch {name} (its peak device memory): {err}", flush=True)
+        return {"error": err}
+    print(f"  PyTorch {name}: peak device memory {gib(got['peak_memory_bytes'])} "
+          f"({got['images_per_s']:,.0f} img/s) [{elapsed():.0f} s]", flush=True)
+    return got
+
+
+def memory_bar(res, torch_baseline):
+    """MEMORY_BAR's result: dtrain's peak in the configuration against its peak in the baseline;
+    PyTorch's two beside it. None when either configuration was not among those run. UNMEASURED
+    when a dtrain that ran gave no figure (it refused the precision, or its metrics have none);
+    FAIL when a configuration did not run or the ratio is above the bar."""
+    m = dict(MEMORY_BAR)
+    mine, base = res.get(m["config"]), res.get(m["baseline"])
+    if not mine or not base:
+        return None
+    tb = torch_baseline or {"error": f"{m['baseline']}'s PyTorch run is not part of this benchmark"}
+
+    def ratio(x, y):
+        return x / y if x and y else None
+
+    m["dtrain_bytes"], m["dtrain_baseline_bytes"] = mine["dtrain_peak_memory_bytes"], base["dtrain_peak_memory_bytes"]
+    m["torch_bytes"], m["torch_baseline_bytes"] = mine["torch_peak_memory_bytes"], tb.get("peak_memory_bytes")
+    m["torch_baseline_error"] = tb.get("error")
+    m["ratio"] = ratio(m["dtrain_bytes"], m["dtrain_baseline_bytes"])
+    m["torch_ratio"] = ratio(m["torch_bytes"], m["torch_baseline_bytes"])
+    m["unmeasured"], m["errors"] = None, []
+    if m["ratio"] is not None:
+        m["pass"] = m["ratio"] <= m["bar"]
+        m["result"] = "PASS" if m["pass"] else "FAIL"
+        return m
+    why = [f"{n}: {r['dtrain_peak_memory_unmeasured']}" for n, r in ((m["config"], mine), (m["baseline"], base))
+           if r["dtrain_peak_memory_bytes"] is None]
+    if all(r["dtrain_unmeasured"] or r["calibration_images_per_s"] for r in (mine, base)):
+        m["pass"], m["result"], m["unmeasured"] = None, "UNMEASURED", "; ".join(why)
+    else:
+        m["pass"], m["result"], m["errors"] = False, "FAIL", why
+    return m
 
 
 def measure_busy(a, res):
@@ -793,6 +893,20 @@ def gib(v):
     return f"{v / 2 ** 30:.2f} GiB"
 
 
+def memory_line(m):
+    def of(v):
+        return gib(v) if v is not None else "-"
+    torch = (f"; PyTorch {of(m['torch_bytes'])} / {of(m['torch_baseline_bytes'])}"
+             + (f" = {m['torch_ratio']:.2f}x" if m["torch_ratio"] is not None else
+                f" ({m['torch_baseline_error']})" if m.get("torch_baseline_error") else ""))
+    if m["ratio"] is not None:
+        figure = f"{of(m['dtrain_bytes'])} / {of(m['dtrain_baseline_bytes'])} = {m['ratio']:.2f}x {m['result']}"
+    else:
+        figure = f"{m['result']} ({m['unmeasured'] or '; '.join(m['errors'])})"
+    return (f"peak device memory {m['label']} (dtrain {m['config']} / {m['baseline']}, bar <= {m['bar']:g}x): "
+            f"dtrain {figure}{torch}")
+
+
 def print_table(out):
     c = out["ceiling"]
     more = "".join(f"; {p} {v['tflops']:.1f}" for p, v in out.get("ceilings", {}).items()
@@ -827,12 +941,19 @@ def print_table(out):
         line = f"  {name}{precisions}: dtrain {[round(v) for v in r['dtrain_runs']]}, {torch_runs}" + short
         if r.get("dtrain_unmeasured"):
             line += f"\n    dtrain UNMEASURED: {r['dtrain_unmeasured']}"
-        if r.get("peer_precision") == "bf16" and not r.get("against"):
-            mem = r.get("torch_peak_memory_bytes")
-            why = "its run refused, above" if r.get("dtrain_unmeasured") else r["dtrain_peak_memory_unmeasured"]
-            line += (f"\n    peak device memory: PyTorch {gib(mem) if mem is not None else '-'} (max_memory_allocated, "
-                     f"timed steps), dtrain UNMEASURED ({why})")
+        mem, torch_mem = r.get("dtrain_peak_memory_bytes"), r.get("torch_peak_memory_bytes")
+        if mem is not None:
+            dtrain_mem = gib(mem)
+        else:
+            dtrain_mem = "UNMEASURED (" + ("its run refused, above" if r.get("dtrain_unmeasured")
+                                            else r["dtrain_peak_memory_unmeasured"]) + ")"
+        line += (f"\n    peak device memory after the warm-up: dtrain {dtrain_mem}"
+                 + ("" if r.get("against") else
+                    f", PyTorch {gib(torch_mem) if torch_mem is not None else '-'} (max_memory_allocated)"))
         print(line + "".join(f"\n    error: {e}" for e in r["errors"]))
+    m = out.get("memory")
+    if m:
+        print(memory_line(m))
     b = out["gpu_busy"]
     if b:
         print(f"GPU busy (SM %, nvidia-smi dmon) during dtrain {b['config']}: "
@@ -866,8 +987,13 @@ def dry_run(a):
         if c["precision"] != "fp32" or "warmup" in c:
             print(f"  {'':{width}} {sides}; warm-up {warmup_steps(a, name)} steps, calibration "
                   f"{calibration_steps(name)}")
-    print("a dtrain that refuses a precision on the GPU (exit 2, one line naming it) leaves its side UNMEASURED "
-          "with that line as the reason; the PyTorch side is measured all the same")
+    if MEMORY_BAR["config"] in a.only and MEMORY_BAR["baseline"] in a.only:
+        print(f"memory bar: dtrain's peak device memory (metrics.jsonl device_peak_bytes after the warm-up) in "
+              f"{MEMORY_BAR['config']} <= {MEMORY_BAR['bar']:g} x its own in {MEMORY_BAR['baseline']}; PyTorch's "
+              f"beside it" + (f" (its {MEMORY_BAR['baseline']} run once after the rounds)"
+                             if memory_peer_wanted({n: None for n in a.only}) else ""))
+    print("an older dtrain that refuses a precision on the GPU (exit 2, one line naming it) leaves its side "
+          "UNMEASURED with that line as the reason; the PyTorch side is measured all the same")
 
 
 def main():
@@ -888,8 +1014,9 @@ def main():
                     help="also dtrain alone: resnet20 deterministic true/false, mlp128 and resnet20 cuda_graphs true/false")
     ap.add_argument("--variant-seconds", type=float, default=1.5)
     ap.add_argument("--variant-rounds", type=int, default=3)
-    ap.add_argument("--only", nargs="+", default=list(CONFIGS), choices=list(CONFIGS), metavar="NAME",
-                    help=f"the configurations to run (default all: {', '.join(CONFIGS)})")
+    ap.add_argument("--only", nargs="+", default=DEFAULT_CONFIGS, choices=list(CONFIGS), metavar="NAME",
+                    help=f"the configurations to run (default: {', '.join(DEFAULT_CONFIGS)}; also "
+                         f"{', '.join(n for n in CONFIGS if n not in DEFAULT_CONFIGS)})")
     ap.add_argument("--work", default="", help="folder for the jobs and runs (default: a temporary one)")
     ap.add_argument("--json", default="", help="write the figures here")
     ap.add_argument("--write-jobs", metavar="DIR", help="write each configuration's job to DIR and stop")

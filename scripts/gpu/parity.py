@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
 """Training parity on a GPU machine: the same jobs must learn the same on every path.
 
-Items (each PASS or FAIL, with its figures):
+Items (each PASS or FAIL, with its figures; the mixed-precision ones UNMEASURED where dtrain
+refuses the precision on the GPU, its one-line error the reason):
   cuda-vs-cpu    configs/fashion_cnn.toml for --epochs on cuda (fp32) and on the CPU
                  (one thread per core): test accuracies within 0.005 (half a point), and the first 10
                  training losses within 0.1% of each other (same weights, same batches,
                  same dropout masks: only the order of float sums differs).
+  bf16-cnn       configs/fashion_cnn.toml for --mixed-epochs on cuda in bf16 against fp32 (the
+                 same job, seed and epochs): test accuracies within 0.003 (0.3 points).
+  bf16-resnet20  configs/fashion_resnet20.toml (ResNet-20 on Fashion-MNIST) the same way:
+                 within 0.003. --mixed-epochs (default 3) stands in for the configurations'
+                 own 10 and 12 epochs, to fit the GPU check's time box.
+  fp16-cnn       configs/fashion_cnn.toml in fp16 (dynamic loss scaling on the GPU) for
+                 --mixed-epochs: the run finishes with a finite test loss and a finite last
+                 training loss; its accuracy against fp32's, the steps skipped for an overflow
+                 and the final loss scale are reported (no bar on them).
   gloo-2-ranks   the same job mirrored over 2 ranks on the one GPU (backend gloo: NCCL
                  refuses two ranks on one device) against 1 rank (one_device), the same
                  global batch: final test accuracy within 0.005 and test loss within 1%.
@@ -32,13 +42,15 @@ Items (each PASS or FAIL, with its figures):
                  steps straight through: the resume reaches step 400 with every step
                  logged once, and its test accuracy is within 0.005 of the straight run's.
 
-Writes the items as JSON (--json). Exit status 0 when every item passed.
+Writes the items as JSON (--json; an UNMEASURED item has "pass" null and "result"
+"UNMEASURED"). Exit status 0 when no item failed (UNMEASURED is not a failure).
 
-Usage: scripts/gpu/parity.py --dtrain build-gpu/dtrain --data-dir DIR [--epochs N]
-                             [--budget S] [--work DIR] [--json FILE]
+Usage: scripts/gpu/parity.py --dtrain build-gpu/dtrain --data-dir DIR [--epochs N] [--mixed-epochs N]
+                             [--budget S] [--work DIR] [--json FILE] [--only NAME...]
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -48,6 +60,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JOB = os.path.join(ROOT, "configs", "fashion_cnn.toml")
+RESNET20_JOB = os.path.join(ROOT, "configs", "fashion_resnet20.toml")
+MIXED_ACCURACY_BAR = 0.003  # bf16 against fp32: 0.3 points of test accuracy
+DTRAIN_EXIT_BAD_CONFIG = 2  # cli/commands.h kExitBadConfig: the job is refused
+UNMEASURED = "UNMEASURED"
 DONE = re.compile(r"done: step (\d+), test loss ([0-9.eE+-]+|nan|inf), test accuracy ([0-9.eE+-]+)")
 RUN_TIMEOUT_S = 180  # one run; a 1-epoch cnn takes well under a minute on a GPU machine
 DEADLINE = [float("inf")]  # time.monotonic() after which no run starts (--budget)
@@ -92,24 +108,36 @@ class Run:
         code = f"exit {self.code}" if isinstance(self.code, int) else self.code
         return f"{self.label}: {code}: " + " | ".join(self.tail)
 
-    def train_losses(self):
+    def refusal(self):
+        """dtrain's one-line error when it refused the job's precision on the GPU (an older
+        dtrain, before 16-bit precisions ran there), else None."""
+        if self.code != DTRAIN_EXIT_BAD_CONFIG:
+            return None
+        for line in self.tail:
+            if line.startswith("dtrain: error:") and "precision" in line:
+                return line[len("dtrain: error:"):].strip()
+        return None
+
+    def train_rows(self):
         path = os.path.join(self.run_dir, "metrics.jsonl")
         if not os.path.exists(path):
             return []
         with open(path) as f:
-            rows = [json.loads(l) for l in f if l.endswith("}\n")]
-        return [(r["step"], r["loss"]) for r in rows if r["split"] == "train"]
+            return [r for r in (json.loads(l) for l in f if l.endswith("}\n")) if r.get("split") == "train"]
+
+    def train_losses(self):
+        return [(r["step"], r["loss"]) for r in self.train_rows()]
 
     def figures(self):
         return {"exit": self.code, "step": self.step, "test_loss": self.loss, "test_accuracy": self.accuracy,
                 "seconds": round(self.seconds, 1)}
 
 
-def train(a, label, sets, command="train", run_dir=None, meanwhile=None):
+def train(a, label, sets, command="train", run_dir=None, meanwhile=None, job=JOB):
     run_dir = run_dir or os.path.join(a.work, label)
     if command == "train":
         shutil.rmtree(run_dir, ignore_errors=True)
-        cmd = [a.dtrain, "train", JOB, "--quiet", "--overwrite", "--set", f"job.run_dir={run_dir}",
+        cmd = [a.dtrain, "train", job, "--quiet", "--overwrite", "--set", f"job.run_dir={run_dir}",
                "--set", f"data.dir={a.data_dir}"]
     else:
         cmd = [a.dtrain, "resume", run_dir, "--quiet"]
@@ -125,9 +153,27 @@ def item(name, ok, detail, **figures):
     return {"name": name, "pass": bool(ok), "detail": detail, **figures}
 
 
+def unmeasured_item(name, detail, **figures):
+    print(f"{name}: {UNMEASURED}: {detail}", flush=True)
+    return {"name": name, "pass": None, "result": UNMEASURED, "detail": detail, **figures}
+
+
+GPU_RUNS = {}  # (job, precision, epochs) -> Run: one run serves every item that compares with it
+
+
+def gpu_run(a, model, precision, epochs, label=None):
+    """configs' `model` job ("cnn" or "resnet20") on cuda in `precision` for `epochs`, run once."""
+    job = {"cnn": JOB, "resnet20": RESNET20_JOB}[model]
+    key = (job, precision, epochs)
+    if key not in GPU_RUNS:
+        GPU_RUNS[key] = train(a, label or f"{model}_cuda_{precision}_{epochs}ep",
+                              [f"train.epochs={epochs}", "job.device=cuda", f"job.precision={precision}"], job=job)
+    return GPU_RUNS[key]
+
+
 def cuda_vs_cpu(a):
     common = [f"train.epochs={a.epochs}"]
-    gpu = train(a, "cnn_cuda", common + ["job.device=cuda", "job.precision=fp32"])
+    gpu = gpu_run(a, "cnn", "fp32", a.epochs, label="cnn_cuda")
     cpu = train(a, "cnn_cpu", common + ["job.device=cpu", "job.threads=0"])
     figures = {"cuda": gpu.figures(), "cpu": cpu.figures()}
     if not (gpu.ok and cpu.ok):
@@ -210,6 +256,67 @@ def pipeline_two_stages(a):
     return same_as_one_rank(a, "pipeline-2-stages", two, "2 stages", "two_stages")
 
 
+def bf16_against_fp32(a, name, model):
+    """A bf16 run on the GPU against the fp32 one, the same job and epochs: test accuracy within
+    MIXED_ACCURACY_BAR."""
+    fp32 = gpu_run(a, model, "fp32", a.mixed_epochs)
+    bf16 = gpu_run(a, model, "bf16", a.mixed_epochs)
+    figures = {"epochs": a.mixed_epochs, "fp32": fp32.figures(), "bf16": bf16.figures()}
+    refused = bf16.refusal()
+    if refused and fp32.ok:
+        return unmeasured_item(name, f"dtrain refuses bf16 on the GPU: {refused}; fp32 test accuracy "
+                                     f"{fp32.accuracy:.4f} ({a.mixed_epochs} epoch(s))", **figures)
+    if not (fp32.ok and bf16.ok):
+        return item(name, False, "; ".join(r.why() for r in (fp32, bf16) if not r.ok), **figures)
+    diff = abs(bf16.accuracy - fp32.accuracy)
+    ok = diff <= MIXED_ACCURACY_BAR + 1e-9 and math.isfinite(bf16.loss)
+    return item(name, ok,
+                f"{a.mixed_epochs} epoch(s) on cuda: test accuracy bf16 {bf16.accuracy:.4f} / fp32 "
+                f"{fp32.accuracy:.4f} (diff {100 * diff:.2f} points, bar {100 * MIXED_ACCURACY_BAR:.1f}); test loss "
+                f"{bf16.loss:.4f} / {fp32.loss:.4f}; {bf16.seconds:.0f} s / {fp32.seconds:.0f} s",
+                accuracy_diff=diff, **figures)
+
+
+def bf16_cnn(a):
+    return bf16_against_fp32(a, "bf16-cnn", "cnn")
+
+
+def bf16_resnet20(a):
+    return bf16_against_fp32(a, "bf16-resnet20", "resnet20")
+
+
+def finite(v):
+    return v is not None and math.isfinite(v)
+
+
+def fp16_cnn(a):
+    """fp16 on the GPU: the run finishes with finite losses; its loss scale's work is reported."""
+    fp16 = gpu_run(a, "cnn", "fp16", a.mixed_epochs)
+    fp32 = gpu_run(a, "cnn", "fp32", a.mixed_epochs)
+    figures = {"epochs": a.mixed_epochs, "fp16": fp16.figures(), "fp32": fp32.figures()}
+    refused = fp16.refusal()
+    if refused:
+        return unmeasured_item("fp16-cnn", f"dtrain refuses fp16 on the GPU: {refused}", **figures)
+    if not fp16.ok:
+        return item("fp16-cnn", False, fp16.why(), **figures)
+    rows = fp16.train_rows()
+    # Each fp16 line holds the scale its step used and the steps skipped so far; the last line
+    # with samples (the CPU logs a skipped step with none) says where training ended.
+    trained = [r for r in rows if r.get("samples")]
+    last_loss = trained[-1]["loss"] if trained else None
+    skipped = rows[-1].get("skipped_steps") if rows else None
+    scale = rows[-1].get("loss_scale") if rows else None
+    ok = finite(fp16.loss) and finite(last_loss)
+    against = (f"; fp32 {fp32.accuracy:.4f} (diff {100 * abs(fp16.accuracy - fp32.accuracy):.2f} points, no bar)"
+               if fp32.ok else f"; fp32 not measured: {fp32.why()}")
+    figures.update(last_train_loss=last_loss, skipped_steps=skipped, final_loss_scale=scale)
+    return item("fp16-cnn", ok,
+                f"{a.mixed_epochs} epoch(s) on cuda: test loss {fp16.loss} and last training loss {last_loss} "
+                f"(bar: both finite); test accuracy {fp16.accuracy:.4f}{against}; "
+                f"{'-' if skipped is None else f'{skipped:.0f}'} step(s) skipped for an overflow, last loss "
+                f"scale {'-' if scale is None else f'{scale:g}'}", **figures)
+
+
 def logged_step(run_dir):
     """The last training step metrics.jsonl holds so far (0 before the first)."""
     try:
@@ -289,8 +396,12 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build-gpu", "parity"))
     ap.add_argument("--json", default="")
     ap.add_argument("--budget", type=float, default=0, help="seconds for all runs together (default: no limit)")
-    names = ["cuda-vs-cpu", "gloo-2-ranks", "elastic-3-ranks", "ps-2-workers", "central-storage-2-workers",
-             "pipeline-2-stages", "nccl-resume"]
+    ap.add_argument("--mixed-epochs", type=int, default=3,
+                    help="epochs of the mixed-precision items' runs, fp32 and 16-bit alike (default 3)")
+    # The mixed-precision items right after cuda-vs-cpu: a budget that runs short cuts the
+    # multi-process items, which the fp32 work has measured before.
+    names = ["cuda-vs-cpu", "bf16-cnn", "bf16-resnet20", "fp16-cnn", "gloo-2-ranks", "elastic-3-ranks",
+             "ps-2-workers", "central-storage-2-workers", "pipeline-2-stages", "nccl-resume"]
     ap.add_argument("--only", nargs="+", choices=names, default=names)
     a = ap.parse_args()
     a.dtrain = os.path.abspath(a.dtrain)
@@ -303,15 +414,17 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     if a.budget > 0:
         DEADLINE[0] = time.monotonic() + a.budget
-    checks = {"cuda-vs-cpu": cuda_vs_cpu, "gloo-2-ranks": gloo_two_ranks, "ps-2-workers": ps_two_workers,
+    checks = {"cuda-vs-cpu": cuda_vs_cpu, "bf16-cnn": bf16_cnn, "bf16-resnet20": bf16_resnet20, "fp16-cnn": fp16_cnn,
+              "gloo-2-ranks": gloo_two_ranks, "ps-2-workers": ps_two_workers,
               "central-storage-2-workers": central_storage_two_workers, "pipeline-2-stages": pipeline_two_stages,
               "elastic-3-ranks": elastic_three_ranks, "nccl-resume": nccl_resume}
     items = [checks[name](a) for name in a.only]
     if a.json:
         with open(a.json + ".tmp", "w") as f:
-            json.dump({"epochs": a.epochs, "job": os.path.relpath(JOB, ROOT), "items": items}, f, indent=1)
+            json.dump({"epochs": a.epochs, "mixed_epochs": a.mixed_epochs, "job": os.path.relpath(JOB, ROOT),
+                       "items": items}, f, indent=1)
         os.replace(a.json + ".tmp", a.json)
-    sys.exit(0 if all(i["pass"] for i in items) else 1)
+    sys.exit(0 if all(i["pass"] is not False for i in items) else 1)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 fills (build.json, ctest-*.xml, memcheck.json, parity.json, bench.json, bench-step.json,
 phases.txt); items whose phase did not run are left out. Items with a bar say PASS or FAIL,
 or UNMEASURED where dtrain refused the bar's precision on the GPU (its one-line error is
-the reason given; the PyTorch side's figures follow); the others (ceilings, dtrain's
-variants and fp32/tf32 figures against a bf16 peer, bench step, elapsed time) are figures
-only. Prints the table, writes it to RESULTS/summary.txt and the rows to
+the reason given; for a benchmark bar the PyTorch side's figures follow) or, for the
+peak-memory bar, where its metrics hold no device-memory figure; the others (ceilings,
+dtrain's variants and fp32/tf32/fp16 figures against a bf16 peer, bench step, elapsed
+time) are figures only. Prints the table, writes it to RESULTS/summary.txt and the rows to
 RESULTS/summary.json ("pass" null and "result" "UNMEASURED" for those). Exit status 1 when
 an item is marked FAIL; UNMEASURED is not.
 
@@ -70,14 +71,39 @@ def num(v, fmt):
     return format(v, fmt) if v is not None else "-"
 
 
+def gib(v):
+    return f"{v / 2 ** 30:.2f} GiB" if v is not None else "-"
+
+
 def peer_memory(r):
-    """"; peak device memory ..." for a configuration whose PyTorch side ran in bf16."""
-    if r.get("peer_precision") != "bf16" or r.get("against"):
+    """"; peak device memory ..." for a configuration in 16 bits (its side or its peer's): dtrain's
+    and, unless it borrows another configuration's PyTorch figure, PyTorch's."""
+    if r.get("precision", "fp32") not in ("bf16", "fp16") and r.get("peer_precision") != "bf16":
         return ""
-    mem = r.get("torch_peak_memory_bytes")
-    why = "its run refused" if r.get("dtrain_unmeasured") else r.get("dtrain_peak_memory_unmeasured", "no figure")
-    return (f"; peak device memory PyTorch {num(mem / 2 ** 30 if mem is not None else None, '.2f')} GiB, "
-            f"dtrain UNMEASURED ({why})")
+    mem = r.get("dtrain_peak_memory_bytes")
+    if mem is not None:
+        dtrain = gib(mem)
+    else:
+        dtrain = "UNMEASURED (" + ("its run refused" if r.get("dtrain_unmeasured") else
+                                   r.get("dtrain_peak_memory_unmeasured") or "no figure") + ")"
+    torch = "" if r.get("against") else f", PyTorch {gib(r.get('torch_peak_memory_bytes'))}"
+    return f"; peak device memory dtrain {dtrain}{torch}"
+
+
+def memory_row(m):
+    """The memory bar: dtrain's peak in the configuration against its own in the baseline."""
+    torch = (f"; PyTorch {gib(m.get('torch_bytes'))} / {gib(m.get('torch_baseline_bytes'))}"
+             + (f" = {m['torch_ratio']:.2f}x" if m.get("torch_ratio") is not None else
+                f" ({m['torch_baseline_error']})" if m.get("torch_baseline_error") else ""))
+    if m.get("ratio") is not None:
+        text = (f"dtrain {m['config']} {gib(m['dtrain_bytes'])} / {m['baseline']} {gib(m['dtrain_baseline_bytes'])}"
+                f" = {m['ratio']:.2f}x (bar <= {m['bar']:g}x; device_peak_bytes after the warm-up){torch}")
+        ok = m["pass"]
+    elif m.get("result") == UNMEASURED:
+        text, ok = f"dtrain UNMEASURED: {m.get('unmeasured')} (bar <= {m['bar']:g}x){torch}", UNMEASURED
+    else:
+        text, ok = f"not measured: {'; '.join(m.get('errors') or ['?'])} (bar <= {m['bar']:g}x){torch}", False
+    return f"bench peak memory {m.get('label', m['config'])}", ok, text
 
 
 def bench_rows(bench):
@@ -123,6 +149,8 @@ def bench_rows(bench):
                     f"{num(r.get('torch_ceiling_share'), '.1%')}" + (f" of the{peer_p} ceiling" if mixed else "")
                     + peer_memory(r))
         rows.append((f"bench {label}", ok, text))
+    if bench.get("memory"):
+        rows.append(memory_row(bench["memory"]))
     busy = bench.get("gpu_busy")
     if busy:
         if busy.get("median") is None:
@@ -180,9 +208,18 @@ def rows_of(results):
     if parity:
         items = parity["items"]
         passed = sum(1 for it in items if it["pass"])
-        rows.append(("parity", passed == len(items) > 0, f"{passed} of {len(items)} items pass (bar: all)"))
+        unmeasured = [it["name"] for it in items if it.get("result") == UNMEASURED]
+        failed = len(items) - passed - len(unmeasured)
+        text = f"{passed} of {len(items)} items pass"
+        if unmeasured:
+            text += f", {len(unmeasured)} UNMEASURED ({', '.join(unmeasured)})"
+        text += (f" (bar: all measured; the mixed-precision items ran {parity['mixed_epochs']} epoch(s))"
+                 if "mixed_epochs" in parity else " (bar: all)")
+        ok = UNMEASURED if failed == passed == 0 and unmeasured else failed == 0 and passed > 0
+        rows.append(("parity", ok, text))
         for it in items:
-            rows.append((f"parity {it['name']}", it["pass"], it["detail"]))
+            rows.append((f"parity {it['name']}", UNMEASURED if it.get("result") == UNMEASURED else it["pass"],
+                         it["detail"]))
     bench = load_json(os.path.join(results, "bench.json"))
     if bench:
         rows += bench_rows(bench)

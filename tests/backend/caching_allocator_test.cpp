@@ -198,3 +198,26 @@ TEST_CASE("a block handed out before a recording and released after it stays wit
   cache.dropPool(pool);
   CHECK(cache.allocate(1 << 20) == workspace);
 }
+
+// The training log's per-step device memory: a span's peak counts what a
+// recorded step's pool keeps (its replays write it) and starts afresh from
+// what is held, so a first step's large scratch block is left behind.
+TEST_CASE("the held peak counts pooled blocks and restarts from what is held") {
+  FakeDevice dev;
+  CachingAllocator cache(dev.raw());
+  void* params = cache.allocate(4096);
+  cache.release(cache.allocate(8 << 20));  // an algorithm search's scratch
+  CHECK(cache.restartPeak() == 4096 + (8 << 20));
+  CHECK(cache.stats().peak_held_bytes == 4096);
+  const int pool = cache.beginRecording();
+  void* activation = cache.allocate(2048);
+  cache.release(activation);  // kept for the pool: still held
+  cache.endRecording();
+  CHECK(cache.restartPeak() == 4096 + 2048);
+  CHECK(cache.restartPeak() == 4096 + 2048);  // a replayed step allocates nothing, yet holds it
+  CHECK(cache.stats().peak_in_use_bytes == 4096 + (8 << 20));  // since construction, never restarted
+  cache.dropPool(pool);
+  CHECK(cache.restartPeak() == 4096 + 2048);
+  CHECK(cache.restartPeak() == 4096);
+  cache.release(params);
+}

@@ -107,6 +107,7 @@ class CudaBackendImpl final : public CudaBackend {
   std::unique_ptr<StepRecording> recordStep(int device) override {
     return CudaStepGraph::beginRecording(CudaContext::of(device));
   }
+  int64_t peakMemoryInUse(int device) override { return CudaContext::of(device).allocator().restartPeak(); }
 };
 
 }  // namespace
