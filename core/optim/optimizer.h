@@ -39,7 +39,7 @@ struct StepInfo {
   const StepScalars* on_device = nullptr;
   // GPU: a 16-bit copy of all the parameters (the flat layout, from element
   // 0) that the update writes too (core/backend/half_copy.h); no data: none.
-  HalfCopy half_copy;
+  HalfCopy half_copy{};
 };
 
 class Optimizer {

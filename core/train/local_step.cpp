@@ -23,7 +23,10 @@ LocalStep::LocalStep(const TrainingParts& parts, bool record_graphs, DeviceFigur
 
 LocalStep::~LocalStep() = default;
 
-std::string LocalStep::describe() const { return recorded_ ? ", steps replayed as CUDA graphs" : ""; }
+// fp16's steps are never replayed (runAlone): the line would not be true.
+std::string LocalStep::describe() const {
+  return recorded_ && !lossScaled(parts_) ? ", steps replayed as CUDA graphs" : "";
+}
 
 StepFigures LocalStep::runAlone(const StepInput& in) {
   // An fp16 step decides on the host whether it updates: never replayed.
@@ -128,6 +131,13 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
           updateFactor(parts_, in, device_ops::sumOfSquares(parts_.device, grads, store.size()), decided);
       extra = decided.extra;
       if (!f) {
+        // Figures read before the update (an elastic step) are returned as
+        // they are, as an update's would be: another snapshot here would
+        // stand in for them with the nothing queued since.
+        if (device_figures_ == DeviceFigures::ReadBeforeUpdate) {
+          replicas.grads().zero();
+          return StepFigures{figures, false, extra};
+        }
         StepFigures skipped = skipUpdate(figures);
         skipped.extra = extra;
         return skipped;

@@ -243,20 +243,22 @@ void ParameterServerStrategy::computeWholeAndPush(const StepInput& in, int64_t b
   local_->sumReplicas();
   if (!local_->onDevice()) {
     ps::SliceFigures figures = sliceFiguresOf(f, in.stop);
-    figures.overflows = unscaleForPush() ? 0 : 1;
+    figures.overflows = unscaleForPush(replicas.grads()) ? 0 : 1;
     shards_->push(pushes_, in.lr, replicas.grads().data(), batch, slice, figures);
     return;
   }
   // This worker's own slice is sent again from here if no answer comes (a
-  // lost worker's, pushed after it, is copied by the push).
+  // lost worker's, pushed after it, is copied by the push). fp16 on a GPU:
+  // unscaled (and its overflow told) on the host copy, as the CPU's pushes are.
   host_grads_ = replicas.grads().to(Device::cpu());
-  shards_->push(pushes_, in.lr, host_grads_.data(), batch, slice, sliceFiguresOf(slicesFigures(), in.stop));
+  ps::SliceFigures figures = sliceFiguresOf(slicesFigures(), in.stop);
+  figures.overflows = unscaleForPush(host_grads_) ? 0 : 1;
+  shards_->push(pushes_, in.lr, host_grads_.data(), batch, slice, figures);
 }
 
-bool ParameterServerStrategy::unscaleForPush() {
+bool ParameterServerStrategy::unscaleForPush(Tensor& grads) {
   const TrainingParts& parts = local_->parts();
   if (!lossScaled(parts)) return true;
-  Tensor& grads = parts.replicas->grads();
   const bool finite = std::isfinite(sumOfSquares(grads.data(), 0, grads.numel()));
   scale(grads.data(), 0, grads.numel(), parts.loss_scaler->unscaleFactor());
   return finite;

@@ -94,10 +94,11 @@ class ParameterServerStrategy : public Strategy {
   // `in`'s gradients computed after backward and pushed whole as worker
   // `slice`'s slice of global batch `batch` (no wait for the answer).
   void computeWholeAndPush(const StepInput& in, int64_t batch, int slice);
-  // fp16: the summed gradient divided by the loss scale before it leaves;
-  // whether it was finite (its slice's figures tell the shards). True when
-  // the loss is not scaled.
-  bool unscaleForPush();
+  // fp16: the summed gradient `grads` (host memory: the replicas' on the
+  // CPU, their host copy on a GPU) divided by the loss scale before it
+  // leaves; whether it was finite (its slice's figures tell the shards).
+  // True when the loss is not scaled.
+  bool unscaleForPush(Tensor& grads);
   // The lost workers' slices of the update under way this worker owns and
   // has not pushed yet, computed and pushed; whether there were any.
   bool pushInPlace();
