@@ -50,7 +50,7 @@ std::string algorithmKey(const ConvAlgorithmKey& k) {
          std::to_string(k.channels) + "x" + pair(k.height, k.width) + " f" + std::to_string(k.filters) +
          " k" + pair(k.kernel_h, k.kernel_w) + " s" + pair(k.stride_h, k.stride_w) + " p" +
          pair(k.pad_h, k.pad_w) + " g" + std::to_string(k.groups) + " " + precisionText(k.data, k.tf32) +
-         (k.deterministic ? " deterministic" : " any");
+         (k.deterministic ? " deterministic" : " any") + (k.channels_last ? " nhwc" : "");
 }
 
 std::string algorithmKey(const GemmAlgorithmKey& k) {

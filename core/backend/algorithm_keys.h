@@ -32,11 +32,13 @@ struct ConvAlgorithmKey {
   bool tf32 = false;           // TF32 kernels are candidates ([job] precision = "tf32"; fp32 data only)
   bool deterministic = false;  // only deterministic kernels are ([job] deterministic)
   DType data{};                // the type of x, w and y (and their gradients); F32
+  bool channels_last = false;  // the tensors in NHWC, the filters [F, kh, kw, C/G]
 };
 
 // "conv fwd n128 c32x14x14 f64 k3x3 s1x1 p1x1 g1 fp32 deterministic"; the
 // precision is "fp32" or "tf32" for fp32 data, else the data's "bf16" or
-// "fp16" (keys of fp32 data read as they always have).
+// "fp16" (keys of fp32 data read as they always have); " nhwc" at the end
+// for channels-last tensors.
 std::string algorithmKey(const ConvAlgorithmKey& key);
 
 // One matrix product with the row-major meaning of core/backend/ops.h:

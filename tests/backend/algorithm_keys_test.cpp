@@ -210,3 +210,11 @@ TEST_CASE("a 16-bit batch_norm key names its format; fp32's reads as before") {
   k.data = DType::BF16;
   CHECK(algorithmKey(k) == "batchnorm n128 c16 p1024 relu residual bf16");
 }
+
+TEST_CASE("a channels-last convolution key is its own") {
+  ConvAlgorithmKey k = cnnConv2();
+  k.data = DType::BF16;
+  const std::string nchw = algorithmKey(k);
+  k.channels_last = true;
+  CHECK(algorithmKey(k) == nchw + " nhwc");
+}

@@ -21,9 +21,13 @@
 // in every element, where a flip is in a few).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 
 #include "core/backend/cuda/convert_kernels.h"
+#include "core/backend/cuda/cudnn_conv.h"
+#include "core/backend/cuda/layout_kernels.h"
 #include "core/backend/cuda/cuda_context.h"
 #include "core/backend/cuda/optimizer_kernels.h"
 #include "core/backend/ops.h"
@@ -150,4 +154,71 @@ TEST_CASE("cuda: conversions between float and 16 bits round as the CPU's refere
     for (int64_t i = 0; i < n; ++i) mismatches += got.data()[i] != want.data()[i];
     CHECK(mismatches == 0);
   }
+}
+
+TEST_CASE("cuda: the layout transposition moves every element of every dtype to its place") {
+  const int64_t batches = 3, rows = 37, cols = 70;  // tails on both tile edges
+  std::mt19937 rng(12);
+  const Tensor x = randomHost(Shape{batches, rows, cols}, rng);
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    CAPTURE(dtypeName(dtype));
+    Tensor src = Tensor::empty(Shape{batches * rows * cols}, gpuDevice(), dtype);
+    cuda::convert(x.to(gpuDevice()).raw(), DType::F32, src.raw(), dtype, src.numel(), CudaContext::of(0).stream());
+    Tensor t = Tensor::empty(src.shape(), gpuDevice(), dtype), back = Tensor::empty(src.shape(), gpuDevice(), dtype);
+    cuda::transposeLastTwo(src.raw(), t.raw(), dtype, batches, rows, cols, CudaContext::of(0).stream());
+    cuda::transposeLastTwo(t.raw(), back.raw(), dtype, batches, cols, rows, CudaContext::of(0).stream());
+    Tensor floats = Tensor::empty(src.shape(), gpuDevice());
+    cuda::convert(t.raw(), dtype, floats.raw(), DType::F32, t.numel(), CudaContext::of(0).stream());
+    const Tensor host_src = src.to(Device::cpu()), host_back = back.to(Device::cpu());
+    const Tensor got = floats.to(Device::cpu());
+    Tensor rounded = Tensor::empty(Shape{x.numel()});
+    if (dtype == DType::F32)
+      rounded.copyFrom(x.reshape(Shape{x.numel()}));
+    else
+      ops::roundTo16Bits(dtype == DType::F16 ? ops::HalfFormat::Fp16 : ops::HalfFormat::Bf16, x.data(),
+                         rounded.data(), x.numel());
+    int64_t wrong = 0;
+    for (int64_t b = 0; b < batches; ++b)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          wrong += got.data()[(b * cols + c) * rows + r] != rounded.data()[(b * rows + r) * cols + c];
+    CHECK(wrong == 0);
+    CHECK(std::memcmp(host_src.raw(), host_back.raw(), host_src.bytes()) == 0);
+  }
+}
+
+TEST_CASE("cuda bf16: a convolution on channels-last copies computes what the NCHW one does") {
+  // Both sum the same fp32 products in their kernels' orders, then round to
+  // bf16: an element may differ by one unit (2^-8) where the two sums
+  // straddle a rounding boundary; normwise that is at most 2^-8.
+  const ops::Window2d geom{8, 12, 12, 3, 3, 1, 1, 1, 1};  // 8x12x12 input, 3x3 kernel, stride 1, padding 1
+  const int64_t n = 4, filters = 16;
+  ConvAlgoOptions nchw_options;
+  nchw_options.dtype = DType::BF16;
+  ConvAlgoOptions nhwc_options = nchw_options;
+  nhwc_options.channels_last = true;
+  CudnnConv nchw(geom, filters, nchw_options), nhwc(geom, filters, nhwc_options);
+  std::mt19937 rng(13);
+  auto bf16 = [](const Tensor& host) {
+    Tensor t = Tensor::empty(Shape{host.numel()}, gpuDevice(), DType::BF16);
+    cuda::convert(host.to(gpuDevice()).raw(), DType::F32, t.raw(), DType::BF16, host.numel(),
+                  CudaContext::of(0).stream());
+    return t;
+  };
+  const Tensor x = bf16(randomHost(Shape{n, 8, 12, 12}, rng)), w = bf16(randomHost(Shape{filters, 8, 3, 3}, rng));
+  Tensor y = Tensor::empty(Shape{n * filters * 144}, gpuDevice(), DType::BF16);
+  Tensor xt = Tensor::empty(x.shape(), gpuDevice(), DType::BF16), wt = Tensor::empty(w.shape(), gpuDevice(), DType::BF16);
+  Tensor yt = Tensor::empty(y.shape(), gpuDevice(), DType::BF16), y_back = Tensor::empty(y.shape(), gpuDevice(), DType::BF16);
+  CudaContext& ctx = CudaContext::of(0);
+  cuda::transposeLastTwo(x.raw(), xt.raw(), DType::BF16, n, 8, 144, ctx.stream());
+  cuda::transposeLastTwo(w.raw(), wt.raw(), DType::BF16, filters, 8, 9, ctx.stream());
+  const size_t ws = std::max(nchw.workspaceBytes(ctx.cudnn(), n, ConvPass::Forward),
+                             nhwc.workspaceBytes(ctx.cudnn(), n, ConvPass::Forward));
+  nchw.forward(ctx.cudnn(), x.raw(), w.raw(), y.raw(), n, ctx.workspace(ws), ws);
+  nhwc.forward(ctx.cudnn(), xt.raw(), wt.raw(), yt.raw(), n, ctx.workspace(ws), ws);
+  cuda::transposeLastTwo(yt.raw(), y_back.raw(), DType::BF16, n, 144, filters, ctx.stream());
+  Tensor a = Tensor::empty(Shape{y.numel()}, gpuDevice()), b = Tensor::empty(Shape{y.numel()}, gpuDevice());
+  cuda::convert(y.raw(), DType::BF16, a.raw(), DType::F32, y.numel(), ctx.stream());
+  cuda::convert(y_back.raw(), DType::BF16, b.raw(), DType::F32, y.numel(), ctx.stream());
+  CHECK(relativeError(b, a.to(Device::cpu())) <= 0x1p-8);
 }

@@ -184,7 +184,8 @@ CudnnConv::CudnnConv(const ops::Window2d& geom, int64_t filters, const ConvAlgoO
       groups_(groups),
       options_(options),
       describe_(describeConv(geom, filters, groups)),
-      filter_(filters, geom.channels / groups, geom.kernel_h, geom.kernel_w, cudnnDataTypeOf(options.dtype)),
+      filter_(filters, geom.channels / groups, geom.kernel_h, geom.kernel_w, cudnnDataTypeOf(options.dtype),
+              options.channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW),
       conv_(geom.pad_h, geom.pad_w, geom.stride_h, geom.stride_w, searchMath(options), groups) {}
 
 CudnnConv::~CudnnConv() = default;
@@ -212,6 +213,7 @@ std::string CudnnConv::key(int64_t n, ConvPass pass) const {
   k.tf32 = options_.allow_tf32 && options_.dtype == DType::F32;
   k.deterministic = options_.deterministic;
   k.data = options_.dtype;
+  k.channels_last = options_.channels_last;
   return algorithmKey(k);
 }
 
@@ -224,9 +226,10 @@ CudnnConv::Plan& CudnnConv::planFor(int64_t n) {
   std::unique_ptr<Plan> plan;
   try {
     const cudnnDataType_t type = cudnnDataTypeOf(options_.dtype);
-    plan =
-        std::make_unique<Plan>(CudnnTensorDescriptor(n, geom_.channels, geom_.height, geom_.width, type),
-                               CudnnTensorDescriptor(n, filters_, geom_.outHeight(), geom_.outWidth(), type));
+    const cudnnTensorFormat_t format = options_.channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    plan = std::make_unique<Plan>(
+        CudnnTensorDescriptor(n, geom_.channels, geom_.height, geom_.width, type, format),
+        CudnnTensorDescriptor(n, filters_, geom_.outHeight(), geom_.outWidth(), type, format));
   } catch (const DeviceError& e) {  // a batch too large for cuDNN's int indexing: say whose
     throw DeviceError(std::string(e.what()) + " (" + describe_ + ", batch " + std::to_string(n) + ")");
   }
@@ -537,6 +540,13 @@ void CudnnConv::backwardFilter(cudnnHandle_t handle, const void* x, const void* 
                                        static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), workspace,
                                        workspace_bytes, &beta, filter_.get(), dw),
         "convolution backward-filter", n);
+}
+
+double CudnnConv::chosenMilliseconds(int64_t n, ConvPass pass) const {
+  auto found = plans_.find(n);
+  if (found == plans_.end()) return -1;
+  const Choice& c = found->second->passes[passIndex(pass)];
+  return c.chosen && c.how != Choice::How::Heuristic ? c.time_ms : -1;
 }
 
 std::string CudnnConv::algorithms(int64_t n) const {

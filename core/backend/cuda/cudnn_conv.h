@@ -31,9 +31,10 @@
 // data type is part of every key, so a choice timed for fp32 is never taken
 // for bf16. cuDNN's backward-filter writes dw in the filter's type: a 16-bit
 // layer lets it overwrite a 16-bit scratch and adds that to its fp32
-// gradient (core/nn/cuda/cuda_conv2d.h). The 16-bit path is NCHW, as the
-// fp32 one: channels-last (NHWC) layouts, which some tensor-core kernels
-// prefer, are not offered.
+// gradient (core/nn/cuda/cuda_conv2d.h). One instance convolves NCHW
+// tensors, or with options.channels_last NHWC ones (its own keys);
+// core/backend/cuda/conv_layouts.h runs a 16-bit layer's passes in whichever
+// layout is faster.
 //
 // Ownership and threading: device pointers are the caller's. One instance is
 // used by one thread (its layer's); calls queue work on the handle's stream
@@ -58,6 +59,10 @@ class AlgorithmCache;
 
 struct ConvAlgoOptions {
   DType dtype = DType::F32;  // of x, w, y, dx, dy and the dw cuDNN writes
+  // Every buffer channels-last: x, y and their gradients [n, H, W, C], the
+  // filters [F, kh, kw, C/G] (core/backend/cuda/conv_layouts.h runs a pass
+  // so when that is faster).
+  bool channels_last = false;
   bool allow_tf32 = false;   // fp32 data only
   bool deterministic = true;
   size_t workspace_limit = size_t{1024} << 20;
@@ -134,6 +139,10 @@ class CudnnConv {
   // ", 4 groups" when grouped), for messages.
   const std::string& describe() const { return describe_; }
   DType dtype() const { return options_.dtype; }
+  // The chosen algorithm's measured median time for `pass` at batch n (this
+  // process's or the cache's), or a negative number when the pass has no
+  // measured choice (none yet, or cuDNN's heuristics chose).
+  double chosenMilliseconds(int64_t n, ConvPass pass) const;
 
  private:
   struct Choice;

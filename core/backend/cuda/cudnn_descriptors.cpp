@@ -36,17 +36,18 @@ cudnnDataType_t cudnnDataTypeOf(DType dtype) {
   return CUDNN_DATA_FLOAT;
 }
 
-CudnnTensorDescriptor::CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type) {
+CudnnTensorDescriptor::CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type,
+                                             cudnnTensorFormat_t format) {
   checkFitsInt(n, c, h, w, "tensor");
-  checkCudnn(cudnnSetTensor4dDescriptor(get(), CUDNN_TENSOR_NCHW, type, static_cast<int>(n),
+  checkCudnn(cudnnSetTensor4dDescriptor(get(), format, type, static_cast<int>(n),
                                         static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)),
              ("describe tensor " + shapeText(n, c, h, w)).c_str());
 }
 
 CudnnFilterDescriptor::CudnnFilterDescriptor(int64_t filters, int64_t channels, int64_t kernel_h,
-                                             int64_t kernel_w, cudnnDataType_t type) {
+                                             int64_t kernel_w, cudnnDataType_t type, cudnnTensorFormat_t format) {
   checkFitsInt(filters, channels, kernel_h, kernel_w, "filter");
-  checkCudnn(cudnnSetFilter4dDescriptor(get(), type, CUDNN_TENSOR_NCHW, static_cast<int>(filters),
+  checkCudnn(cudnnSetFilter4dDescriptor(get(), type, format, static_cast<int>(filters),
                                         static_cast<int>(channels), static_cast<int>(kernel_h),
                                         static_cast<int>(kernel_w)),
              ("describe filter " + shapeText(filters, channels, kernel_h, kernel_w)).c_str());

@@ -51,7 +51,9 @@ class CudnnDescriptor {
 class CudnnTensorDescriptor : public CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
                                                      cudnnDestroyTensorDescriptor> {
  public:
-  CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type = CUDNN_DATA_FLOAT);
+  // `format` NHWC: the same extents, the channels innermost (channels-last).
+  CudnnTensorDescriptor(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type = CUDNN_DATA_FLOAT,
+                        cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
 };
 
 // Convolution weights [filters, channels, kh, kw], fp32 (channels per group
@@ -59,8 +61,9 @@ class CudnnTensorDescriptor : public CudnnDescriptor<cudnnTensorDescriptor_t, cu
 class CudnnFilterDescriptor : public CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
                                                      cudnnDestroyFilterDescriptor> {
  public:
+  // `format` NHWC: weights [filters, kh, kw, channels].
   CudnnFilterDescriptor(int64_t filters, int64_t channels, int64_t kernel_h, int64_t kernel_w,
-                        cudnnDataType_t type = CUDNN_DATA_FLOAT);
+                        cudnnDataType_t type = CUDNN_DATA_FLOAT, cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
 };
 
 // A 2-D cross-correlation (the layer's meaning of convolution: the kernel is

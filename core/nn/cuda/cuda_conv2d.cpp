@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/backend/cuda/convert_kernels.h"
-#include "core/backend/cuda/cudnn_conv.h"
+#include "core/backend/cuda/conv_layouts.h"
 #include "core/backend/cuda/elementwise_kernels.h"
 #include "core/errors.h"
 
@@ -15,7 +15,7 @@ CudaConv2d::CudaConv2d(const Conv2d& cpu, CudaContext& ctx, const GpuLayerOption
 
 CudaConv2d::~CudaConv2d() = default;
 
-CudnnConv& CudaConv2d::conv(DType dtype) {
+ConvLayouts& CudaConv2d::conv(DType dtype) {
   if (weight_.dtype() != dtype || (config_.bias && bias_.dtype() != dtype))
     throw DeviceError(
         "conv2d '" + name() + "': " + dtypeName(dtype) + " activations with " + dtypeName(weight_.dtype()) +
@@ -28,7 +28,7 @@ CudnnConv& CudaConv2d::conv(DType dtype) {
     algo.deterministic = options_.deterministic;
     algo.workspace_limit = options_.workspace_limit_bytes;
     algo.cache = options_.algorithms;
-    conv_ = std::make_unique<CudnnConv>(geom_, config_.filters, algo, config_.groups);
+    conv_ = std::make_unique<ConvLayouts>(geom_, config_.filters, algo, config_.groups);
   }
   return *conv_;
 }
@@ -38,14 +38,15 @@ std::string CudaConv2d::algorithmName(int64_t batch) const { return conv_ ? conv
 void CudaConv2d::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
   const int64_t n = in[0]->dim(0);
   const DType t = in[0]->dtype();
-  CudnnConv& c = conv(t);
+  ConvLayouts& c = conv(t);
   ConvOperands operands;
   operands.x = in[0]->raw();
   operands.w = weight_.raw();
   operands.y = out.raw();
-  c.choose(ctx_.cudnn(), n, ConvPass::Forward, operands, ctx_.libraryMemory().scratch);
+  c.choose(ctx_.cudnn(), ctx_.stream(), n, ConvPass::Forward, operands, ctx_.libraryMemory().scratch);
   const size_t ws_bytes = c.workspaceBytes(ctx_.cudnn(), n, ConvPass::Forward);
-  c.forward(ctx_.cudnn(), in[0]->raw(), weight_.raw(), out.raw(), n, ctx_.workspace(ws_bytes), ws_bytes);
+  c.forward(ctx_.cudnn(), ctx_.stream(), in[0]->raw(), weight_.raw(), out.raw(), n, ctx_.workspace(ws_bytes),
+            ws_bytes);
   if (config_.bias || relu_)
     cuda::biasActPlanes(out.raw(), config_.bias ? bias_.raw() : nullptr, t, n, config_.filters,
                         geom_.outPlane(), relu_, ctx_.stream());
@@ -61,31 +62,32 @@ void CudaConv2d::backward(const std::vector<const Tensor*>& in, const Tensor& ou
     cuda::reluBackward(out.raw(), dy, m, t, dout.numel(), ctx_.stream());
     dy = m;
   }
-  CudnnConv& c = conv(t);
+  ConvLayouts& c = conv(t);
   const ScratchMemory scratch = ctx_.libraryMemory().scratch;
   ConvOperands operands;
   operands.x = in[0]->raw();
   operands.w = weight_.raw();
   operands.dy = dy;
   operands.dx = din[0] ? din[0]->raw() : nullptr;
-  c.choose(ctx_.cudnn(), n, ConvPass::BackwardFilter, operands, scratch);
+  c.choose(ctx_.cudnn(), ctx_.stream(), n, ConvPass::BackwardFilter, operands, scratch);
   // The network's first layer needs no input gradient (din is null there).
-  if (din[0]) c.choose(ctx_.cudnn(), n, ConvPass::BackwardData, operands, scratch);
+  if (din[0]) c.choose(ctx_.cudnn(), ctx_.stream(), n, ConvPass::BackwardData, operands, scratch);
   const size_t ws_bytes = std::max(c.workspaceBytes(ctx_.cudnn(), n, ConvPass::BackwardFilter),
                                    din[0] ? c.workspaceBytes(ctx_.cudnn(), n, ConvPass::BackwardData) : 0);
   void* ws = ctx_.workspace(ws_bytes);
   if (config_.bias)
     cuda::biasGradPlanes(dy, nullptr, t, n, config_.filters, geom_.outPlane(), dbias_.data(), ctx_.stream());
   if (t == DType::F32) {
-    c.backwardFilter(ctx_.cudnn(), in[0]->raw(), dy, dweight_.data(), n, ws, ws_bytes);
+    c.backwardFilter(ctx_.cudnn(), ctx_.stream(), in[0]->raw(), dy, dweight_.data(), n, ws, ws_bytes,
+                     /*accumulate=*/true);
   } else if (n > 0) {
     // cuDNN writes dw in the filter's 16-bit type: overwrite a scratch, then
     // add it to the fp32 gradient (see the header).
     void* dw = dweight16_.elements(dweight_.numel(), t, dweight_.device());
-    c.backwardFilter(ctx_.cudnn(), in[0]->raw(), dy, dw, n, ws, ws_bytes, /*accumulate=*/false);
+    c.backwardFilter(ctx_.cudnn(), ctx_.stream(), in[0]->raw(), dy, dw, n, ws, ws_bytes, /*accumulate=*/false);
     cuda::accumulateInto(dweight_.data(), dw, t, dweight_.numel(), ctx_.stream());
   }
-  if (din[0]) c.backwardData(ctx_.cudnn(), weight_.raw(), dy, din[0]->raw(), n, ws, ws_bytes);
+  if (din[0]) c.backwardData(ctx_.cudnn(), ctx_.stream(), weight_.raw(), dy, din[0]->raw(), n, ws, ws_bytes);
 }
 
 }  // namespace dtrain

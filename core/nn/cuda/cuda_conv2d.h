@@ -8,8 +8,10 @@
 //
 // In a 16-bit precision (bf16 or fp16 activations; Model binds the weight and
 // bias as views of the activations' dtype, the gradients as fp32) cuDNN
-// convolves 16-bit data with fp32 sums (NCHW, tensor-core kernels among the
-// candidates), storing y and dx rounded to 16 bits; the bias and relu are
+// convolves 16-bit data with fp32 sums (tensor-core kernels among the
+// candidates; each pass in NCHW or on channels-last copies, whichever the
+// timing says is faster: core/backend/cuda/conv_layouts.h), storing y and dx
+// rounded to 16 bits; the bias and relu are
 // applied in float to the stored output, which is rounded again; the bias
 // gradient is summed in double from the 16-bit dY. cuDNN writes the weight
 // gradient in the filter's type, so it goes to a 16-bit scratch that is then
@@ -27,7 +29,7 @@
 
 namespace dtrain {
 
-class CudnnConv;
+class ConvLayouts;
 
 class CudaConv2d : public Conv2d {
  public:
@@ -46,11 +48,11 @@ class CudaConv2d : public Conv2d {
   // The convolution of data of `dtype` (made anew, its choices with it, if
   // the dtype ever changes); throws DeviceError unless the bound weight (and
   // bias) are of `dtype`.
-  CudnnConv& conv(DType dtype);
+  ConvLayouts& conv(DType dtype);
 
   CudaContext& ctx_;
   GpuLayerOptions options_;
-  std::unique_ptr<CudnnConv> conv_;  // made on first use, once setup() has fixed the geometry
+  std::unique_ptr<ConvLayouts> conv_;  // made on first use, once setup() has fixed the geometry
   Scratch masked_;                   // dout masked by the fused relu, of dout's dtype
   Scratch dweight16_;                // a 16-bit weight gradient, before it is added to dweight_
 };
