@@ -5,11 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 
+#include "core/backend/device_memory.h"
 #include "core/errors.h"
 #include "core/util/worker_pool.h"
+#include "datasets/byte_batches.h"
+#include "datasets/byte_images.h"
 
 namespace dtrain {
 
@@ -38,6 +42,8 @@ BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t ba
       normalisation_(std::move(options.normalisation)),
       augmentation_(options.augmentation),
       seed_(options.seed),
+      form_(options.form),
+      bytes_(data.byteImages()),
       pool_(checkedThreads(options.threads), options.low_priority) {
   if (shard_.world < 1 || shard_.rank < 0 || shard_.rank >= shard_.world)
     throw Error("BatchLoader: rank " + std::to_string(shard_.rank) + " is outside a world of " +
@@ -54,6 +60,10 @@ BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t ba
                       "; give one value, or one per channel");
   if (augmentation_.active() && shape.rank() != 3)
     throw ConfigError("[data] augment_* keys need [C,H,W] image samples, not " + shape.str());
+  if (form_ != BatchForm::Floats) {
+    const std::string refusal = byteBatchesRefusal(data, augmentation_);
+    if (!refusal.empty()) throw Error("BatchLoader: no byte batches: " + refusal);
+  }
   // The consumer holds one buffer while the thread fills up to `prefetch`.
   if (options.held < 0) throw Error("BatchLoader: held must be >= 0, got " + std::to_string(options.held));
   // prefetch being prepared or ready, one handed out, `held` still read by the consumer.
@@ -109,7 +119,7 @@ int32_t BatchLoader::prepare(int64_t index, int64_t epoch, float* out) const {
 
 bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n, int64_t epoch,
                        uint64_t generation) {
-  if (!slot.full.data()) {
+  if (!slot.full.data() && form_ == BatchForm::Floats) {
     const Shape shape = data_.sampleShape().withBatch(capacity_);
     slot.full = pinned_ ? Tensor::pinned(shape) : Tensor::empty(shape);
   }
@@ -119,6 +129,7 @@ bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t be
   slot.batch.global_offset = lo;
   begin += lo;
   n = hi - lo;
+  if (form_ != BatchForm::Floats) return fillBytes(slot, order.data() + begin, n, epoch, generation);
   // Re-view only when the batch size changes (the partial last batch), so a
   // steady state allocates nothing.
   if (slot.batch.size != n || !slot.batch.images.data()) {
@@ -135,6 +146,37 @@ bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t be
         live_generation_.load(std::memory_order_relaxed) != generation)
       return false;
     labels[i] = prepare(indices[i], epoch, dst + i * sample_numel_);
+    return true;
+  });
+}
+
+bool BatchLoader::fillBytes(Slot& slot, const int64_t* indices, int64_t n, int64_t epoch,
+                            uint64_t generation) {
+  const int64_t sample = bytes_->sampleBytes();
+  if (form_ == BatchForm::Bytes && !slot.pixels) {
+    const size_t size = static_cast<size_t>(capacity_ * sample);
+    slot.pixels = pinned_ ? allocatePinnedHost(size) : allocateHost(size);
+  }
+  slot.transforms.resize(static_cast<size_t>(capacity_));
+  slot.batch.form = form_;
+  slot.batch.images = Tensor();
+  slot.batch.labels.resize(static_cast<size_t>(n));
+  slot.batch.size = n;
+  uint8_t* pixels = static_cast<uint8_t*>(slot.pixels.get());
+  SampleTransform* transforms = slot.transforms.data();
+  slot.batch.bytes = ByteBatch{pixels, transforms};
+  int32_t* labels = slot.batch.labels.data();
+  return pool_.run(n, [&](int64_t i) {
+    if (stopping_.load(std::memory_order_relaxed) ||
+        live_generation_.load(std::memory_order_relaxed) != generation)
+      return false;
+    const int64_t index = indices[i];
+    const uint64_t draw = augmentation_.active() ? Augmentation::sampleDraw(seed_, epoch, index) : 0;
+    // The source: the sample's row here, or its index into the device's copy of the split.
+    transforms[i] = sampleTransformOf(augmentation_, draw, pixels ? i : index);
+    if (pixels)
+      std::memcpy(pixels + i * sample, bytes_->pixels() + index * sample, static_cast<size_t>(sample));
+    labels[i] = bytes_->label(index);
     return true;
   });
 }

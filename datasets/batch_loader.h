@@ -7,7 +7,9 @@
 // samples of a batch are spread over `threads` threads (a DecodePool: the
 // loader thread and threads - 1 helpers), each writing its own rows, so the
 // batches are the same for any thread count, prefetch depth, world size or
-// resume point.
+// resume point. In a byte form (LoaderOptions::form, a GPU run's) each
+// sample is its bytes (or only its dataset index) and its augmentation's
+// draws instead, which the device turns into the same floats.
 //
 // Ownership: borrows the Dataset (it must outlive the loader) and copies the
 // Sampler. Owns prefetch + 1 batch buffers, allocated once and reused: a
@@ -25,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -37,12 +40,20 @@
 
 namespace dtrain {
 
+// A batch in a byte form (LoaderOptions::form): what the device converts.
+struct ByteBatch {
+  const uint8_t* pixels = nullptr;              // Bytes: n samples' bytes (pinned with pinned buffers)
+  const SampleTransform* transforms = nullptr;  // n: each sample's source and augmentation
+};
+
 struct Batch {
-  Tensor images;                // [n,C,H,W], 64-byte aligned: pixels in [0,1], then normalised
+  Tensor images;                // Floats: [n,C,H,W], 64-byte aligned: pixels in [0,1], then normalised
   std::vector<int32_t> labels;  // n labels
   int64_t size = 0;             // n
   int64_t global_size = 0;      // samples of the global batch (all ranks) it is a slice of
   int64_t global_offset = 0;    // row of the global batch where this slice starts
+  BatchForm form = BatchForm::Floats;
+  ByteBatch bytes;  // Bytes, Indices (images is then empty)
 };
 
 class BatchLoader {
@@ -86,8 +97,10 @@ class BatchLoader {
 
  private:
   struct Slot {
-    Tensor full;  // [capacity,C,H,W], allocated on first use
-    Batch batch;  // what next() hands out: a view of `full`
+    Tensor full;                              // [capacity,C,H,W], allocated on first use
+    Batch batch;                              // what next() hands out: a view of `full` (or of the two below)
+    std::shared_ptr<void> pixels;             // Bytes: capacity samples, allocated on first use
+    std::vector<SampleTransform> transforms;  // byte forms: capacity entries
   };
 
   void run();
@@ -96,6 +109,8 @@ class BatchLoader {
   // begin+n) of `epoch`. False when cancelled midway.
   bool fill(Slot& slot, const std::vector<int64_t>& order, int64_t begin, int64_t n, int64_t epoch,
             uint64_t generation);
+  // fill() for the byte forms: n samples from `indices`.
+  bool fillBytes(Slot& slot, const int64_t* indices, int64_t n, int64_t epoch, uint64_t generation);
   // One sample of `epoch`, augmented and normalised, into `out`; its label.
   int32_t prepare(int64_t index, int64_t epoch, float* out) const;
   bool nextSynchronous(Batch& out);
@@ -112,6 +127,8 @@ class BatchLoader {
   const Normalisation normalisation_;
   const Augmentation augmentation_;
   const uint64_t seed_;
+  const BatchForm form_;
+  const ByteImages* bytes_;  // the dataset's, for the byte forms
   std::vector<Slot> slots_;
   // Used by the loader thread (or, without one, the consumer); destroyed
   // after the loader thread has been joined.

@@ -30,6 +30,11 @@ class ByteImages {
   // Throws Error when index is outside [0, size()).
   int32_t get(int64_t index, float* out) const;
 
+  // The bytes of every sample, one after another (sampleBytes() each): what
+  // get() scales, for a GPU to scale itself (core/backend/byte_batch.h).
+  const uint8_t* pixels() const { return pixels_.data(); }
+  int64_t sampleBytes() const { return sample_bytes_; }
+
  private:
   Shape shape_;
   int64_t sample_bytes_ = 0;

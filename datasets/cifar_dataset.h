@@ -46,6 +46,7 @@ class CifarDataset : public Dataset {
   Shape sampleShape() const override { return images_.sampleShape(); }
   int64_t classes() const override { return variantClasses(variant_); }
   int32_t get(int64_t index, float* out) const override { return images_.get(index, out); }
+  const ByteImages* byteImages() const override { return &images_; }
 
  private:
   CifarVariant variant_;

@@ -17,6 +17,7 @@
 namespace dtrain {
 
 class Augmentation;
+class ByteImages;
 
 enum class Split { Train, Test };
 
@@ -44,6 +45,9 @@ class Dataset {
                                float* out) const;
   // True when get() reads and decodes a file (worth several loader threads).
   virtual bool decodesFiles() const { return false; }
+  // The samples as bytes when the dataset holds them so and get() is their
+  // ByteImages::get (a GPU run's batches then cross as bytes); else null.
+  virtual const ByteImages* byteImages() const { return nullptr; }
 };
 
 // Fashion-MNIST's class count (its labels are 0..9).

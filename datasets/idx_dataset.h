@@ -36,6 +36,7 @@ class IdxDataset : public Dataset {
   Shape sampleShape() const override { return images_.sampleShape(); }
   int64_t classes() const override { return classes_; }
   int32_t get(int64_t index, float* out) const override { return images_.get(index, out); }
+  const ByteImages* byteImages() const override { return &images_; }
 
  private:
   std::string name_;

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/backend/byte_batch.h"
 #include "core/config/job_config.h"
 #include "datasets/augmentation.h"
 #include "datasets/dataset.h"
@@ -20,6 +21,14 @@ struct Shard {
   int rank = 0;
   int world = 1;
 };
+
+// What a batch holds. Floats: the images as the model reads them
+// (Batch::images). For a GPU to make those itself (core/backend/byte_batch.h),
+// from datasets held as bytes without the resized crop (byteBatchesRefusal):
+// Bytes, the samples' bytes and each sample's augmentation (Batch::bytes);
+// Indices, the augmentation alone, its sources dataset indices, for a device
+// holding the whole training split ([data] device_cache_mb).
+enum class BatchForm { Floats, Bytes, Indices };
 
 struct LoaderOptions {
   int prefetch = 2;  // batches prepared ahead on the loader thread (0: no thread, next() prepares each)
@@ -40,6 +49,9 @@ struct LoaderOptions {
   Normalisation normalisation;  // applied to every sample (after augmentation)
   Augmentation augmentation;    // training only
   uint64_t seed = 0;            // with the epoch and the sample index, drives the augmentation
+  // Byte forms leave the normalisation and augmentation to the device: the
+  // batch carries the draws, the consumer applies `normalisation`.
+  BatchForm form = BatchForm::Floats;
 };
 
 // [data] loader_threads resolved: a positive value as given; 0 is one thread

@@ -76,6 +76,12 @@ struct DataSection {
   // Threads decoding samples for the loader; 0 = one per core. Matters for
   // image_folder (JPEG/PNG decoding); in-memory datasets need one.
   int loader_threads = 0;
+  // GPU runs on datasets held as bytes: when the training split's bytes fit
+  // in this many MiB of device memory they are copied there once, and each
+  // step sends only its sample indices. -1 = a quarter of the GPU's free
+  // memory when the run starts (the rest stays for the model); 0 = off (each
+  // batch's bytes cross).
+  int64_t device_cache_mb = -1;
 
   // image_folder: `dir` holds one sub-directory per class (sorted names = class
   // indices). The validation split is the folder `validation_dir` (same class

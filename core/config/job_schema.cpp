@@ -42,6 +42,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(data, shuffle),
       DTRAIN_JOB_FIELD(data, prefetch),
       DTRAIN_JOB_FIELD(data, loader_threads),
+      DTRAIN_JOB_FIELD(data, device_cache_mb),
       DTRAIN_JOB_FIELD(data, validation_dir),
       DTRAIN_JOB_FIELD(data, validation_fraction),
       DTRAIN_JOB_FIELD(data, split_seed),

@@ -125,7 +125,8 @@ bool changeableOnResume(const std::string& section, const std::string& key) {
   if (section == "job")  // where and how the steps run, on which device and with which GPU algorithms
     return key == "threads" || key == "device" || key == "precision" || key == "deterministic" ||
            key == "gpu_workspace_mb" || key == "cuda_graphs";
-  if (section == "data") return key == "loader_threads" || key == "prefetch";  // how, not what, is loaded
+  if (section == "data")  // how, not what, is loaded
+    return key == "loader_threads" || key == "prefetch" || key == "device_cache_mb";
   if (section == "train") {
     const std::vector<std::string>& keys = changeableTrainKeys();
     return std::find(keys.begin(), keys.end(), key) != keys.end();

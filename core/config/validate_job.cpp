@@ -205,6 +205,9 @@ void checkAugmentation(const Checker& c, const DataSection& d) {
            "must be [min, max] aspect ratios with 0 < min <= max (got " + formatFloatArray(r) + ")");
 }
 
+// 1 TiB: more than any GPU holds, small enough that the bytes fit an int64_t.
+constexpr int64_t kMaxDeviceCacheMb = int64_t{1} << 20;
+
 void checkData(const Checker& c, const DataSection& d) {
   c.oneOf("data.dataset", d.dataset,
           {"fashion_mnist", "idx", "cifar10", "cifar100", "image_folder", "synthetic"});
@@ -223,6 +226,9 @@ void checkData(const Checker& c, const DataSection& d) {
   }
   c.intRange("data.prefetch", d.prefetch, 1, 64);
   c.intRange("data.loader_threads", d.loader_threads, 0, 256);
+  if (d.device_cache_mb < -1 || d.device_cache_mb > kMaxDeviceCacheMb)
+    c.fail("data.device_cache_mb", "must be -1 (a quarter of the GPU's free memory), 0 (off) or MiB up to " +
+                                       std::to_string(kMaxDeviceCacheMb) + Checker::got(d.device_cache_mb));
 }
 
 void checkTrain(const Checker& c, const TrainSection& t) {

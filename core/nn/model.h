@@ -100,6 +100,8 @@ class Model {
   // said so through paramsCastByUpdate() since the last forward.
   Tensor& halfParams() { return half_params_; }
   void paramsCastByUpdate() { half_params_current_ = half_params_.defined() && half_params_.numel() > 0; }
+  // The masters changed otherwise (a broadcast, a load): the next forward casts.
+  void paramsChangedElsewhere() { half_params_current_ = false; }
 
   // Forward of `n` samples (n <= capacity); returns the output activations [n, ...].
   const Tensor& forward(const Tensor& input, const LayerContext& ctx);

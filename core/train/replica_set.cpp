@@ -8,6 +8,7 @@
 #include "core/backend/ops.h"
 #include "core/errors.h"
 #include "core/nn/device_layers.h"
+#include "datasets/byte_images.h"
 #include "models/model_builder.h"
 
 namespace dtrain {
@@ -79,8 +80,36 @@ BatchStager::Staged ReplicaSet::stageTrainingBatch(const Batch& batch) {
     throw Error("a training batch of " + std::to_string(batch.size) + " exceeds the replica's " +
                 std::to_string(capacity_) + " samples");
   PhaseSpan span(profile_, DevicePhase::Copy);
+  if (batch.form != BatchForm::Floats)
+    return stager_->stageBytes(batch.bytes.pixels, batch.bytes.transforms, batch.labels.data(), batch.size);
   const int64_t sample = device_input_.shape().withoutBatch().numel();
   return stager_->stage(batch.images.data(), batch.size * sample, batch.labels.data(), batch.size);
+}
+
+void ReplicaSet::useByteBatches(BatchForm form, const ByteImages& images,
+                                const Normalisation& normalisation) {
+  if (!stager_) throw Error("useByteBatches is for GPU replica sets");
+  if (form == BatchForm::Floats) return;
+  const Shape shape = images.sampleShape();
+  if (shape != device_input_.shape().withoutBatch())
+    throw Error("useByteBatches: samples of " + shape.str() + " for a model reading " +
+                device_input_.shape().withoutBatch().str());
+  BatchStager::ByteFormat f;
+  f.channels = shape[0];
+  f.height = shape[1];
+  f.width = shape[2];
+  f.mean = normalisation.mean();
+  f.std = normalisation.std();
+  if (form == BatchForm::Indices) {
+    f.cache = images.pixels();
+    f.cache_samples = images.size();
+  }
+  stager_->useBytes(f);
+}
+
+int64_t ReplicaSet::freeDeviceBytes() const {
+  if (!stager_) throw Error("freeDeviceBytes is for GPU replica sets");
+  return stager_->freeDeviceBytes();
 }
 
 void ReplicaSet::queueTrainingPass(const Batch& batch, const BatchStager::Staged& staged, uint64_t seed,

@@ -9,7 +9,8 @@
 // are the device's (core/nn/device_layers.h), parameters, gradients and
 // activations live in device memory, each training batch is copied there
 // from the loader's pinned buffers on a copy stream (BatchStager) while the
-// previous step computes, and the loss sums are snapshotted after the update
+// previous step computes (as floats, or as bytes made floats on the device,
+// useByteBatches), and the loss sums are snapshotted after the update
 // and read a step later, so the host never waits for the device.
 //
 // Ownership: owns the worker pool, the replicas and the parameter store.
@@ -85,6 +86,11 @@ class ReplicaSet {
     return half.defined() && half.numel() > 0 ? HalfCopy{half.raw(), half.dtype()} : HalfCopy{};
   }
   void halfCopyWritten() { replicas_[0].model->paramsCastByUpdate(); }
+  // The parameters were overwritten other than by an update (a broadcast
+  // from the chief): the next forward casts them again.
+  void paramsChangedElsewhere() {
+    for (Replica& r : replicas_) r.model->paramsChangedElsewhere();
+  }
   // Times replica 0's layers, the batch's copy and the loss in training
   // passes (dtrain bench step); null: nothing is timed.
   void setProfile(StepProfile* profile) { profile_ = profile; }
@@ -114,6 +120,14 @@ class ReplicaSet {
   // them (the batch must fit the replica; step_scalars, device memory, null
   // = seed and the batch's offset by value); then let the stager refill them.
   BatchStager::Staged stageTrainingBatch(const Batch& batch);
+  // GPU only, before the first training step: the training batches come in
+  // the byte `form` (datasets/loader_options.h) and the device makes their
+  // floats, normalised with `normalisation`; for Indices, `images` (the
+  // training split) is copied to the device now. Throws DeviceError when the
+  // device has no room for it.
+  void useByteBatches(BatchForm form, const ByteImages& images, const Normalisation& normalisation);
+  // GPU only: the device's free memory now, in bytes.
+  int64_t freeDeviceBytes() const;
   void queueTrainingPass(const Batch& batch, const BatchStager::Staged& staged, uint64_t seed,
                          float grad_scale, BackwardListener* listener, const StepScalars* step_scalars);
   void doneWithTrainingBatch();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/backend/algorithm_cache.h"
+#include "core/backend/device_memory.h"
 #include "core/errors.h"
 #include "core/io/crc32.h"
 #include "core/io/tensorboard_writer.h"
@@ -29,6 +30,7 @@
 #include "core/train/strategy.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
+#include "datasets/byte_batches.h"
 #include "datasets/dataset.h"
 #include "datasets/sampler.h"
 
@@ -80,6 +82,8 @@ struct Trainer::Impl {
   EvalResult last_eval;
   TrainingParts parts;        // what the strategy trains with (attached again after a regroup)
   int64_t graph_replays = 0;  // counted by the strategy's recorded steps
+  BatchForm batch_form = BatchForm::Floats;  // the training loader's (planDeviceBatches)
+  std::string batch_plan;                    // planDeviceBatches' line for the log
 
   bool chief() const { return strategy->isChief(); }
   // Rank 0 speaks for the run; the others stay quiet unless something fails.
@@ -149,6 +153,7 @@ struct Trainer::Impl {
     parts.graph_replays = &graph_replays;
     parts.updates_done = state.step;
     sampler = std::make_unique<Sampler>(train_data->size(), job.job.seed, job.data.shuffle);
+    if (!whole_device.isCpu()) planDeviceBatches();
     makeLoader();
     steps_per_epoch = loader->batchesPerEpoch();
     parts.batches_per_epoch = steps_per_epoch;
@@ -177,13 +182,28 @@ struct Trainer::Impl {
       for (const std::string& note : algorithms->takeNotes()) say("warning: " + note);
   }
 
+  // A GPU replica set: whether its training batches cross as floats, as
+  // bytes, or as indices into the training split kept on the device
+  // (datasets/byte_batches.h); before the first step, as the cache's budget
+  // is a share of the memory free then.
+  void planDeviceBatches() {
+    const GpuBatchPlan plan = planGpuBatches(job.data, *train_data, Augmentation::fromConfig(job.data),
+                                             replicas->freeDeviceBytes());
+    if (plan.form != BatchForm::Floats)
+      replicas->useByteBatches(plan.form, *train_data->byteImages(),
+                               Normalisation::fromConfig(job.data, train_data->sampleShape()[0]));
+    batch_form = plan.form;
+    batch_plan = plan.description;
+  }
+
   // This worker's slice of every global batch, as the strategy shares them out.
   void makeLoader() {
     loader.reset();  // its thread first
-    loader =
-        std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size,
-                                      loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed,
-                                                       strategy->dataShard(), /*pinned=*/!device.isCpu()));
+    LoaderOptions o =
+        loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed, strategy->dataShard(),
+                         /*pinned=*/!device.isCpu());
+    o.form = batch_form;
+    loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, std::move(o));
   }
 
   // Algorithms timed since the last call go to the run directory at once, so
@@ -220,6 +240,7 @@ struct Trainer::Impl {
   void shareChiefState() {
     if (strategy->worldSize() > 1) checkSameLayout();
     strategy->broadcastParameters(replicas->store().params().data(), replicas->store().size());
+    replicas->paramsChangedElsewhere();  // a GPU's 16-bit copy is cast again from them
     if (replicas->buffers().size() > 0)
       strategy->broadcastParameters(replicas->buffers().params().data(), replicas->buffers().size());
     if (strategy->worldSize() == 1) return;
@@ -487,6 +508,11 @@ struct Trainer::Impl {
     r.lr = p.lr;
     r.samples = static_cast<int64_t>(figs[2]);
     r.extra = p.figures.extra;
+    // A GPU's peak memory over the steps queued since the last line, for the
+    // benchmarks: a span per line leaves the first steps' algorithm searches
+    // out of the later lines.
+    if (metrics && !device.isCpu())
+      r.extra.emplace_back("device_peak_bytes", static_cast<double>(peakDeviceMemory(device)));
     last_train_record = r;
     if (metrics) metrics->write(r);
     if (tensorboard)
@@ -516,6 +542,7 @@ struct Trainer::Impl {
     else
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
+    if (!batch_plan.empty()) say("data: " + batch_plan);
     if (state.step >= total_steps) {
       out.already_finished = true;
       out.step = state.step;

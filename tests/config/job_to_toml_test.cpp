@@ -171,6 +171,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "shuffle = true\n"
       "prefetch = 2\n"
       "loader_threads = 0\n"
+      "device_cache_mb = -1\n"
       "validation_dir = \"\"\n"
       "validation_fraction = 0.1\n"
       "split_seed = 0\n"
