@@ -23,8 +23,9 @@ struct JobSection {
   // ~3 decimal digits) | "bf16" | "fp16" (mixed precision: activations and
   // their gradients in 16 bits, products summed in fp32; weights, their
   // gradients, optimizer state and checkpoints fp32; fp16 with loss scaling,
-  // [train] loss_scale_*). bf16 and fp16 run on the CPU only in this version,
-  // as a reference path (the fp32 kernels on values rounded to the format).
+  // [train] loss_scale_*). On a GPU 16-bit tensors and tensor-core
+  // products; on the CPU a reference path (the fp32 kernels on values
+  // rounded to the format).
   std::string precision = "fp32";
   // GPU: only deterministic convolution algorithms are candidates, so a run
   // and its resumes repeat bit for bit (the algorithms chosen are kept in the
