@@ -21,15 +21,6 @@ ConvAlgoOptions inNhwc(ConvAlgoOptions o) {
   return o;
 }
 
-// The transposed copies of a pass, carved from the front of its workspace:
-// the input's (x or dx), the output's (y or dy) and the filters' (w or dw).
-struct Copies {
-  char* input;
-  char* output;
-  char* filter;
-  char* rest;  // the algorithm's workspace
-};
-
 }  // namespace
 
 ConvLayouts::ConvLayouts(const ops::Window2d& geom, int64_t filters, const ConvAlgoOptions& options,
@@ -50,10 +41,25 @@ int64_t ConvLayouts::filterElements() const {
   return filters_ * (geom_.channels / groups_) * geom_.kernel_h * geom_.kernel_w;
 }
 
-size_t ConvLayouts::copyBytes(int64_t n, ConvPass) const {
+size_t ConvLayouts::copyBytes(int64_t n) const {
   const size_t e = elementSize(options_.dtype);
   return aligned(static_cast<size_t>(inputElements(n)) * e) + aligned(static_cast<size_t>(outputElements(n)) * e) +
          aligned(static_cast<size_t>(filterElements()) * e);
+}
+
+ConvLayouts::Copies ConvLayouts::copiesIn(void* workspace, size_t workspace_bytes, int64_t n) const {
+  const size_t copies = copyBytes(n);
+  if (workspace_bytes < copies)
+    throw DeviceError("cuDNN: " + nchw_.describe() + ": a workspace of " + std::to_string(workspace_bytes) +
+                      " bytes cannot hold the " + std::to_string(copies) + " bytes of its channels-last copies");
+  const size_t e = elementSize(options_.dtype);
+  Copies c;
+  c.input = static_cast<char*>(workspace);
+  c.output = c.input + aligned(static_cast<size_t>(inputElements(n)) * e);
+  c.filter = c.output + aligned(static_cast<size_t>(outputElements(n)) * e);
+  c.rest = c.input + copies;
+  c.rest_bytes = workspace_bytes - copies;
+  return c;
 }
 
 void ConvLayouts::inputToNhwc(const void* src, void* dst, int64_t n, cudaStream_t stream) const {
@@ -80,26 +86,6 @@ void ConvLayouts::filterToNchw(const void* src, void* dst, cudaStream_t stream) 
 bool ConvLayouts::channelsLast(int64_t n, ConvPass pass) const {
   auto found = layout_.find(n);
   return nhwc_ && found != layout_.end() && found->second[passIndex(pass)] == 1;
-}
-
-std::string ConvLayouts::layoutKey(int64_t n, ConvPass pass) const {
-  ConvAlgorithmKey k;
-  k.pass = pass;
-  k.batch = n;
-  k.channels = geom_.channels;
-  k.height = geom_.height;
-  k.width = geom_.width;
-  k.filters = filters_;
-  k.kernel_h = geom_.kernel_h;
-  k.kernel_w = geom_.kernel_w;
-  k.stride_h = geom_.stride_h;
-  k.stride_w = geom_.stride_w;
-  k.pad_h = geom_.pad_h;
-  k.pad_w = geom_.pad_w;
-  k.groups = groups_;
-  k.deterministic = options_.deterministic;
-  k.data = options_.dtype;
-  return "layout " + algorithmKey(k);
 }
 
 void ConvLayouts::choose(cudnnHandle_t handle, cudaStream_t stream, int64_t n, ConvPass pass,
@@ -150,7 +136,7 @@ void ConvLayouts::choose(cudnnHandle_t handle, cudaStream_t stream, int64_t n, C
   nhwc_->choose(handle, n, pass, t, scratch);
 
   if (options_.cache) {
-    const std::optional<AlgorithmChoice> cached = options_.cache->find(layoutKey(n, pass));
+    const std::optional<AlgorithmChoice> cached = options_.cache->find("layout " + nchw_.key(n, pass));
     if (cached && (cached->algo == 0 || cached->algo == 1)) {
       layout = static_cast<int>(cached->algo);
       return;
@@ -181,28 +167,14 @@ void ConvLayouts::choose(cudnnHandle_t handle, cudaStream_t stream, int64_t n, C
     AlgorithmChoice record;
     record.algo = layout;
     record.time_ms = layout == 1 ? nhwc_ms + transposes_ms : nchw_ms;
-    options_.cache->record(layoutKey(n, pass), record);
+    options_.cache->record("layout " + nchw_.key(n, pass), record);
   }
 }
 
 size_t ConvLayouts::workspaceBytes(cudnnHandle_t handle, int64_t n, ConvPass pass) {
   if (!channelsLast(n, pass)) return nchw_.workspaceBytes(handle, n, pass);
-  return copyBytes(n, pass) + nhwc_->workspaceBytes(handle, n, pass);
+  return copyBytes(n) + nhwc_->workspaceBytes(handle, n, pass);
 }
-
-namespace {
-
-Copies carve(void* workspace, size_t input_bytes, size_t output_bytes, size_t filter_bytes) {
-  char* base = static_cast<char*>(workspace);
-  Copies c;
-  c.input = base;
-  c.output = c.input + aligned(input_bytes);
-  c.filter = c.output + aligned(output_bytes);
-  c.rest = c.filter + aligned(filter_bytes);
-  return c;
-}
-
-}  // namespace
 
 void ConvLayouts::forward(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, void* y,
                           int64_t n, void* workspace, size_t workspace_bytes) {
@@ -210,12 +182,10 @@ void ConvLayouts::forward(cudnnHandle_t handle, cudaStream_t stream, const void*
     nchw_.forward(handle, x, w, y, n, workspace, workspace_bytes);
     return;
   }
-  const size_t e = elementSize(options_.dtype), copies = copyBytes(n, ConvPass::Forward);
-  if (workspace_bytes < copies) throw DeviceError("cuDNN: " + nchw_.describe() + ": workspace too small for NHWC copies");
-  const Copies c = carve(workspace, inputElements(n) * e, outputElements(n) * e, filterElements() * e);
+  const Copies c = copiesIn(workspace, workspace_bytes, n);
   inputToNhwc(x, c.input, n, stream);
   filterToNhwc(w, c.filter, stream);
-  nhwc_->forward(handle, c.input, c.filter, c.output, n, c.rest, workspace_bytes - copies);
+  nhwc_->forward(handle, c.input, c.filter, c.output, n, c.rest, c.rest_bytes);
   outputToNchw(c.output, y, n, stream);
 }
 
@@ -225,12 +195,10 @@ void ConvLayouts::backwardData(cudnnHandle_t handle, cudaStream_t stream, const 
     nchw_.backwardData(handle, w, dy, dx, n, workspace, workspace_bytes);
     return;
   }
-  const size_t e = elementSize(options_.dtype), copies = copyBytes(n, ConvPass::BackwardData);
-  if (workspace_bytes < copies) throw DeviceError("cuDNN: " + nchw_.describe() + ": workspace too small for NHWC copies");
-  const Copies c = carve(workspace, inputElements(n) * e, outputElements(n) * e, filterElements() * e);
+  const Copies c = copiesIn(workspace, workspace_bytes, n);
   outputToNhwc(dy, c.output, n, stream);
   filterToNhwc(w, c.filter, stream);
-  nhwc_->backwardData(handle, c.filter, c.output, c.input, n, c.rest, workspace_bytes - copies);
+  nhwc_->backwardData(handle, c.filter, c.output, c.input, n, c.rest, c.rest_bytes);
   inputToNchw(c.input, dx, n, stream);
 }
 
@@ -243,13 +211,10 @@ void ConvLayouts::backwardFilter(cudnnHandle_t handle, cudaStream_t stream, cons
   if (accumulate)
     throw DeviceError("cuDNN: " + nchw_.describe() +
                       ": a channels-last weight gradient overwrites its scratch; it cannot accumulate");
-  const size_t e = elementSize(options_.dtype), copies = copyBytes(n, ConvPass::BackwardFilter);
-  if (workspace_bytes < copies) throw DeviceError("cuDNN: " + nchw_.describe() + ": workspace too small for NHWC copies");
-  const Copies c = carve(workspace, inputElements(n) * e, outputElements(n) * e, filterElements() * e);
+  const Copies c = copiesIn(workspace, workspace_bytes, n);
   inputToNhwc(x, c.input, n, stream);
   outputToNhwc(dy, c.output, n, stream);
-  nhwc_->backwardFilter(handle, c.input, c.output, c.filter, n, c.rest, workspace_bytes - copies,
-                        /*accumulate=*/false);
+  nhwc_->backwardFilter(handle, c.input, c.output, c.filter, n, c.rest, c.rest_bytes, /*accumulate=*/false);
   filterToNchw(c.filter, dw, stream);
 }
 

@@ -67,8 +67,17 @@ class ConvLayouts {
   int64_t inputElements(int64_t n) const;
   int64_t outputElements(int64_t n) const;
   int64_t filterElements() const;
-  // The bytes of the transposed copies `pass` uses, each 256-byte aligned.
-  size_t copyBytes(int64_t n, ConvPass pass) const;
+  // The bytes of the transposed copies a pass uses (input, output and
+  // filters, each 256-byte aligned), at the front of its workspace.
+  size_t copyBytes(int64_t n) const;
+  // Where those copies lie in `workspace`, and what is left for cuDNN;
+  // throws DeviceError when the workspace cannot hold them.
+  struct Copies {
+    char *input, *output, *filter;
+    void* rest;
+    size_t rest_bytes;
+  };
+  Copies copiesIn(void* workspace, size_t workspace_bytes, int64_t n) const;
   // x [n,C,HW] <-> [n,HW,C], y likewise with F, w [F,C/G,khkw] <-> [F,khkw,C/G].
   void inputToNhwc(const void* src, void* dst, int64_t n, cudaStream_t stream) const;
   void inputToNchw(const void* src, void* dst, int64_t n, cudaStream_t stream) const;
@@ -76,9 +85,6 @@ class ConvLayouts {
   void outputToNchw(const void* src, void* dst, int64_t n, cudaStream_t stream) const;
   void filterToNhwc(const void* src, void* dst, cudaStream_t stream) const;
   void filterToNchw(const void* src, void* dst, cudaStream_t stream) const;
-  // Times the pass's transpositions on scratch copies; negative on failure.
-  double transposeMilliseconds(cudaStream_t stream, int64_t n, ConvPass pass, const ScratchMemory& scratch) const;
-  std::string layoutKey(int64_t n, ConvPass pass) const;
 
   ops::Window2d geom_;
   int64_t filters_, groups_;

@@ -143,6 +143,8 @@ class CudnnConv {
   // process's or the cache's), or a negative number when the pass has no
   // measured choice (none yet, or cuDNN's heuristics chose).
   double chosenMilliseconds(int64_t n, ConvPass pass) const;
+  // The AlgorithmCache key of `pass` at batch n (core/backend/algorithm_keys.h).
+  std::string key(int64_t n, ConvPass pass) const;
 
  private:
   struct Choice;
@@ -156,7 +158,6 @@ class CudnnConv {
   bool workspaceOf(cudnnHandle_t handle, Plan& plan, ConvPass pass, int algo, cudnnMathType_t math,
                    size_t& bytes);
   const Choice& checkedChoice(cudnnHandle_t handle, int64_t n, ConvPass pass, size_t workspace_bytes);
-  std::string key(int64_t n, ConvPass pass) const;
   void check(cudnnStatus_t status, const char* what, int64_t n) const;
 
   ops::Window2d geom_;
