@@ -15,12 +15,6 @@ namespace {
 
 using ops::FusedActivation;
 
-__global__ void sumKernel(const float* a, const float* b, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = a[i] + b[i];
-}
-
 // The inputs of one pass, passed by value (kernel parameter memory), so a
 // call needs no device array of pointers.
 template <typename T>
@@ -43,19 +37,7 @@ __global__ void sumManyKernel(SumInputs<T> in, const float* partial, Out* y, int
   }
 }
 
-template <typename T>
-__global__ void reluBackwardKernel(const T* y, const T* dy, T* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    dx[i] = fromFloat<T>(ops::maskGrad<FusedActivation::Relu>(toFloat(y[i]), toFloat(dy[i])));
-}
-
 }  // namespace
-
-void sumOf(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
-  if (n <= 0) return;
-  sumKernel<<<gridStrideBlocks(n), kElementwiseThreads, 0, stream>>>(a, b, y, n);
-}
 
 void sumOf(const void* const* x, int count, DType dtype, void* y, int64_t n, bool relu, float* partial,
            cudaStream_t stream) {
@@ -83,15 +65,6 @@ void sumOf(const void* const* x, int count, DType dtype, void* y, int64_t n, boo
       });
       return;
     }
-  });
-}
-
-void sumReluBackward(const void* y, const void* dy, void* dx, DType dtype, int64_t n, cudaStream_t stream) {
-  if (n <= 0) return;
-  withElementType(dtype, [&](auto e) {
-    using T = decltype(e);
-    reluBackwardKernel<T><<<gridStrideBlocks(n), kElementwiseThreads, 0, stream>>>(
-        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), n);
   });
 }
 

@@ -3,10 +3,10 @@
 // numbers. Queued on `stream`, never synchronising; device pointers; n = 0
 // queues nothing.
 //
-// On 16-bit tensors (bf16, fp16) the whole sum of every input, and a fused
-// relu, is computed in float and rounded to the dtype once, at the store: the
-// CPU's reference path sums in fp32 and rounds the layer's result, so a
-// running sum stored in 16 bits between inputs would not be the same numbers.
+// The whole sum of every input, and a fused relu, is computed in float and
+// stored once: on 16-bit tensors (bf16, fp16) rounded to the dtype, as the
+// CPU's reference path sums in fp32 and rounds the layer's result (a running
+// sum stored in 16 bits between inputs would not be the same numbers).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -15,9 +15,6 @@
 #include "core/tensor/tensor.h"
 
 namespace dtrain::cuda {
-
-// y = a + b; y may equal a or b (the running sum of three or more inputs).
-void sumOf(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
 
 // Inputs one pass of sumOf below reads; more take a pass per this many.
 constexpr int kSumInputsPerPass = 8;
@@ -30,9 +27,5 @@ constexpr int kSumInputsPerPass = 8;
 // `partial`, n floats of the caller's (null otherwise).
 void sumOf(const void* const* x, int count, DType dtype, void* y, int64_t n, bool relu, float* partial,
            cudaStream_t stream);
-
-// dx = y > 0 ? dy : 0 on n elements of `dtype`: the gradient through the add
-// layer's fused relu, y its output; dx may equal dy.
-void sumReluBackward(const void* y, const void* dy, void* dx, DType dtype, int64_t n, cudaStream_t stream);
 
 }  // namespace dtrain::cuda

@@ -1,8 +1,8 @@
 // add on a GPU: the CPU layer (core/nn/layers/add.h) with its sums in the same
-// order (sum_kernels.h) and its gradient copies, all queued on the device's
-// compute stream. On 16-bit activations (bf16, fp16) the sum of all inputs
-// and the fused relu are one float computation, rounded once at the store,
-// as the CPU's reference path rounds the layer's result.
+// order (sum_kernels.h: all inputs and the fused relu in one float pass,
+// stored once, so on 16-bit activations rounded once as the CPU's reference
+// path rounds the layer's result) and its gradient copies, all queued on the
+// device's compute stream.
 #pragma once
 #include <vector>
 
@@ -20,11 +20,9 @@ class CudaAdd : public Add {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
 
  private:
-  void forward16(const std::vector<const Tensor*>& in, Tensor& out);
-
   CudaContext& ctx_;
-  std::vector<const void*> inputs_16_;  // the 16-bit pass's input pointers, kept to allocate once
-  Scratch partial_;                     // its float running sum past cuda::kSumInputsPerPass inputs
+  std::vector<const void*> inputs_;  // the sum's input pointers, kept to allocate once
+  Scratch partial_;                  // its float running sum past cuda::kSumInputsPerPass inputs
 };
 
 }  // namespace dtrain
