@@ -85,6 +85,14 @@ BatchStager::Staged CudaBatchStager::stage(const float* images, int64_t image_fl
     throw Error("CudaBatchStager: a batch of " + std::to_string(n) + " samples (" +
                 std::to_string(image_floats) + " floats) exceeds its buffers (" +
                 std::to_string(max_labels_) + " samples, " + std::to_string(max_image_floats_) + " floats)");
+  Buffer& b = claim(labels, n);
+  checkCuda(cudaMemcpyAsync(b.images.get(), images, static_cast<size_t>(image_floats) * sizeof(float),
+                            cudaMemcpyHostToDevice, copies_.get()),
+            "copy a batch's images to the GPU");
+  return finish(b, n);
+}
+
+CudaBatchStager::Buffer& CudaBatchStager::claim(const int32_t* labels, int64_t n) {
   Buffer& b = buffers_[next_];
   // The pinned labels are rewritten by the host: their last copy must have
   // run. It has, two steps on, unless the device is that far behind, with
@@ -93,9 +101,10 @@ BatchStager::Staged CudaBatchStager::stage(const float* images, int64_t image_fl
   if (!b.copied.done()) b.copied.waitAhead();
   std::memcpy(b.pinned_labels.get(), labels, static_cast<size_t>(n) * sizeof(int32_t));
   b.freed.makeWait(copies_);  // the step before last has finished reading this buffer
-  checkCuda(cudaMemcpyAsync(b.images.get(), images, static_cast<size_t>(image_floats) * sizeof(float),
-                            cudaMemcpyHostToDevice, copies_.get()),
-            "copy a batch's images to the GPU");
+  return b;
+}
+
+BatchStager::Staged CudaBatchStager::finish(Buffer& b, int64_t n) {
   checkCuda(cudaMemcpyAsync(b.labels.get(), b.pinned_labels.get(), static_cast<size_t>(n) * sizeof(int32_t),
                             cudaMemcpyHostToDevice, copies_.get()),
             "copy a batch's labels to the GPU");
@@ -120,12 +129,8 @@ BatchStager::Staged CudaBatchStager::stageBytes(const uint8_t* pixels, const Sam
       if (transforms[i].source < 0 || transforms[i].source >= cache_samples_)
         throw Error("CudaBatchStager: sample index " + std::to_string(transforms[i].source) +
                     " is outside the " + std::to_string(cache_samples_) + " samples on the GPU");
-  Buffer& b = buffers_[next_];
-  // As stage(): the pinned buffers' last copies have run before they are rewritten.
-  if (!b.copied.done()) b.copied.waitAhead();
-  std::memcpy(b.pinned_labels.get(), labels, static_cast<size_t>(n) * sizeof(int32_t));
+  Buffer& b = claim(labels, n);  // its pinned transforms' last copy has run too
   std::memcpy(b.pinned_transforms.get(), transforms, static_cast<size_t>(n) * sizeof(SampleTransform));
-  b.freed.makeWait(copies_);  // the step before last has finished reading this buffer's floats
   const int64_t sample = layout_.sampleBytes();
   if (pixels)
     checkCuda(cudaMemcpyAsync(b.bytes.get(), pixels, static_cast<size_t>(n * sample), cudaMemcpyHostToDevice,
@@ -135,18 +140,11 @@ BatchStager::Staged CudaBatchStager::stageBytes(const uint8_t* pixels, const Sam
                             static_cast<size_t>(n) * sizeof(SampleTransform), cudaMemcpyHostToDevice,
                             copies_.get()),
             "copy a batch's augmentation to the GPU");
-  checkCuda(cudaMemcpyAsync(b.labels.get(), b.pinned_labels.get(), static_cast<size_t>(n) * sizeof(int32_t),
-                            cudaMemcpyHostToDevice, copies_.get()),
-            "copy a batch's labels to the GPU");
   const uint8_t* source = static_cast<const uint8_t*>(pixels ? b.bytes.get() : cache_.get());
   cuda::byteBatchToFloats(source, static_cast<const SampleTransform*>(b.transforms.get()), n, layout_,
                           static_cast<float*>(b.images.get()), copies_.get());
   checkCuda(cudaGetLastError(), "launch the conversion of a byte batch to floats");
-  b.copied.record(copies_);
-  b.copied.makeWait(ctx_.stream());  // the step reads the floats only once they are made
-  current_ = next_;
-  next_ = (next_ + 1) % kBuffers;
-  return Staged{static_cast<float*>(b.images.get()), static_cast<int32_t*>(b.labels.get()), current_};
+  return finish(b, n);
 }
 
 int64_t CudaBatchStager::freeDeviceBytes() const {

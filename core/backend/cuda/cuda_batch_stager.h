@@ -33,6 +33,11 @@ class CudaBatchStager final : public BatchStager {
     CudaEvent copied;  // on the copy stream, behind this buffer's copies
     CudaEvent freed;   // on the compute stream, behind the last step reading it
   };
+  // A staging's start: the next buffer once its pinned memory may be
+  // rewritten, the labels in it, the copy stream behind the step that last
+  // read it. Its end: the labels' copy, the events, the buffer handed out.
+  Buffer& claim(const int32_t* labels, int64_t n);
+  Staged finish(Buffer& b, int64_t n);
 
   CudaContext& ctx_;
   int64_t max_image_floats_, max_labels_;
