@@ -121,40 +121,34 @@ StepFigures LocalStep::update(const StepInput& in, const BatchFigures& figures) 
   const StepInfo info{in.lr, in.update};
   PhaseSpan span(parts_.profile, DevicePhase::Optimizer);
   if (onDevice()) {
-    std::vector<std::pair<std::string, double>> extra;
+    StepFigures out{figures, false};
+    bool goes_ahead = true;
     if (lossScaled(parts_)) {
       // fp16: the step's overflow decision needs the gradients' sum of
       // squares on the host (one wait per step; such steps are never
       // recorded as CUDA graphs), then unscaling and clipping in one scale.
-      StepFigures decided{figures, false};
       const std::optional<float> f =
-          updateFactor(parts_, in, device_ops::sumOfSquares(parts_.device, grads, store.size()), decided);
-      extra = decided.extra;
-      if (!f) {
-        // Figures read before the update (an elastic step) are returned as
-        // they are, as an update's would be: another snapshot here would
-        // stand in for them with the nothing queued since.
-        if (device_figures_ == DeviceFigures::ReadBeforeUpdate) {
-          replicas.grads().zero();
-          return StepFigures{figures, false, extra};
-        }
-        StepFigures skipped = skipUpdate(figures);
-        skipped.extra = extra;
-        return skipped;
-      }
-      if (*f != 1.0f) device_ops::scale(parts_.device, grads, store.size(), *f);
+          updateFactor(parts_, in, device_ops::sumOfSquares(parts_.device, grads, store.size()), out);
+      goes_ahead = f.has_value();
+      if (f && *f != 1.0f) device_ops::scale(parts_.device, grads, store.size(), *f);
     } else if (clip_norm > 0) {
       clip(clip_norm);
     }
-    StepInfo fused = info;
-    fused.half_copy = replicas.updatedHalfCopy();  // the fused cast-and-update of a 16-bit precision
-    parts_.optimizer->update(params, grads, 0, store.size(), fused);
-    if (fused.half_copy.data) replicas.halfCopyWritten();
+    if (goes_ahead) {
+      StepInfo fused = info;
+      fused.half_copy = replicas.updatedHalfCopy();  // the fused cast-and-update of a 16-bit precision
+      parts_.optimizer->update(params, grads, 0, store.size(), fused);
+      if (fused.half_copy.data) replicas.halfCopyWritten();
+    }
     replicas.grads().zero();
-    if (device_figures_ == DeviceFigures::ReadBeforeUpdate) return StepFigures{figures, false, extra};
-    // Read a step later, when the device has long got there.
+    // Figures read before the update (an elastic step) are returned as they
+    // are, a skipped step's too; otherwise they are read a step later, when
+    // the device has long got there.
+    if (device_figures_ == DeviceFigures::ReadBeforeUpdate) return out;
     replicas.snapshotDeviceFigures();
-    return StepFigures{BatchFigures{}, true, extra};
+    out.host = BatchFigures{};
+    out.on_device = true;
+    return out;
   }
   WorkerPool& pool = replicas.pool();
   auto range = [&](int t) { return WorkerPool::split(store.size(), pool.size(), t, 16); };
