@@ -81,6 +81,8 @@ TEST_CASE("every convolution field changes the key") {
       [](ConvAlgorithmKey& k) { k.groups = 2; },
       [](ConvAlgorithmKey& k) { k.tf32 = true; },
       [](ConvAlgorithmKey& k) { k.deterministic = false; },
+      [](ConvAlgorithmKey& k) { k.data = DType::BF16; },
+      [](ConvAlgorithmKey& k) { k.channels_last = true; },
       // Fields that could run together in the text: 1x11 and 11x1 must differ.
       [](ConvAlgorithmKey& k) {
         k.height = 1;
@@ -117,6 +119,9 @@ TEST_CASE("a product key spells out the transposes, sizes, leading dimensions, a
       [](GemmAlgorithmKey& k) { k.align_b = 8; },
       [](GemmAlgorithmKey& k) { k.align_c = 8; },
       [](GemmAlgorithmKey& k) { k.tf32 = true; },
+      [](GemmAlgorithmKey& k) { k.inputs = k.output = DType::BF16; },
+      [](GemmAlgorithmKey& k) { k.inputs = DType::BF16; },  // fp32 output
+      [](GemmAlgorithmKey& k) { k.inputs = k.output = DType::F16; },
   };
   std::set<std::string> keys{algorithmKey(fc1WeightGradient())};
   for (size_t i = 0; i < changes.size(); ++i) {
@@ -145,6 +150,9 @@ TEST_CASE("a batch_norm key spells out the batch, channels, plane, activation an
   k.activation = "relu";
   k.residual = true;
   CHECK(algorithmKey(k) == "batchnorm n128 c16 p1024 relu residual");
+  BatchNormAlgorithmKey sixteen = k;
+  sixteen.data = DType::BF16;  // fp32's text stays as it was; 16-bit names its format
+  CHECK(algorithmKey(sixteen) == "batchnorm n128 c16 p1024 relu residual bf16");
   const std::vector<std::function<void(BatchNormAlgorithmKey&)>> changes = {
       [](BatchNormAlgorithmKey& b) { b.batch = 64; },
       [](BatchNormAlgorithmKey& b) { b.channels = 32; },
@@ -152,6 +160,7 @@ TEST_CASE("a batch_norm key spells out the batch, channels, plane, activation an
       [](BatchNormAlgorithmKey& b) { b.activation = "relu6"; },
       [](BatchNormAlgorithmKey& b) { b.activation = "none"; },
       [](BatchNormAlgorithmKey& b) { b.residual = false; },
+      [](BatchNormAlgorithmKey& b) { b.data = DType::BF16; },
       // Fields that could run together: c1 p61 and c16 p1 must differ.
       [](BatchNormAlgorithmKey& b) {
         b.channels = 1;
@@ -184,6 +193,9 @@ TEST_CASE("16-bit data is named in the key, and an fp32 choice is never a 16-bit
   const std::string fp32 = algorithmKey(conv);
   conv.data = DType::BF16;
   CHECK(algorithmKey(conv) == "conv bwd-filter n1024 c32x14x14 f64 k3x3 s1x1 p1x1 g1 bf16 deterministic");
+  conv.channels_last = true;
+  CHECK(algorithmKey(conv) == "conv bwd-filter n1024 c32x14x14 f64 k3x3 s1x1 p1x1 g1 bf16 deterministic nhwc");
+  conv.channels_last = false;
   conv.data = DType::F16;
   CHECK(algorithmKey(conv).find(" fp16 ") != std::string::npos);
   CHECK(algorithmKey(conv) != fp32);
@@ -197,24 +209,4 @@ TEST_CASE("16-bit data is named in the key, and an fp32 choice is never a 16-bit
   CHECK(algorithmKey(gemm).substr(algorithmKey(gemm).size() - 5) == " bf16");
   gemm.inputs = gemm.output = DType::F16;
   CHECK(algorithmKey(gemm) != gemm_fp32);
-}
-
-TEST_CASE("a 16-bit batch_norm key names its format; fp32's reads as before") {
-  BatchNormAlgorithmKey k;
-  k.batch = 128;
-  k.channels = 16;
-  k.plane = 1024;
-  k.activation = "relu";
-  k.residual = true;
-  CHECK(algorithmKey(k) == "batchnorm n128 c16 p1024 relu residual");
-  k.data = DType::BF16;
-  CHECK(algorithmKey(k) == "batchnorm n128 c16 p1024 relu residual bf16");
-}
-
-TEST_CASE("a channels-last convolution key is its own") {
-  ConvAlgorithmKey k = cnnConv2();
-  k.data = DType::BF16;
-  const std::string nchw = algorithmKey(k);
-  k.channels_last = true;
-  CHECK(algorithmKey(k) == nchw + " nhwc");
 }
