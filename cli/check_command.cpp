@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/model_summary.h"
 #include "cli/tf_config_report.h"
+#include "core/backend/cpu/cpu_level.h"
 #include "core/backend/cpu/openblas_kernels.h"
 #include "core/config/job_to_toml.h"
 #include "core/config/parse_job.h"
@@ -28,6 +29,7 @@ int runCheck(const CheckArgs& args) {
   const std::optional<TfConfig> tf_config =
       jobTfConfig(job, [](const char* name) -> const char* { return std::getenv(name); });
   const Device device = resolveDevice(job.job.device);
+  checkCpuBf16(job.job, device);
   DatasetInfo data = peekDataset(job.data);
   auto model = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
   model->setPrecision(precisionNamed(job.job.precision));
@@ -40,10 +42,12 @@ int runCheck(const CheckArgs& args) {
   std::printf("# data: %lld training and %lld test samples of %s, %lld classes\n",
               static_cast<long long>(data.train_samples), static_cast<long long>(data.test_samples),
               data.sample_shape.str().c_str(), static_cast<long long>(data.classes));
-  std::printf("# device: %s; CPU matrix products: OpenBLAS's %s kernels\n", describeDevice(device).c_str(),
-              openblasCoreName());
+  std::printf("# device: %s; CPU kernels: %s; OpenBLAS's %s kernels loaded\n", describeDevice(device).c_str(),
+              cpu::describeActiveLevel().c_str(), openblasCoreName());
   if (tf_config) std::printf("%s", tfConfigReport(*tf_config, job).c_str());
   std::printf("# precision: %s\n", describePrecision(job).c_str());
+  if (device.isCpu() && !describeCpuPrecision(job.job).empty())
+    std::printf("# %s\n", describeCpuPrecision(job.job).c_str());
   std::printf("# model\n%s", modelSummary(*model).c_str());
   if (job.strategy.type == "parameter_server") {
     ParamStore store;

@@ -5,8 +5,10 @@
 #include <exception>
 
 #include "cli/bench_command.h"
+#include "cli/bench_cpu_command.h"
 #include "cli/bench_step_command.h"
 #include "cli/commands.h"
+#include "core/backend/cpu/cpu_level.h"
 #include "core/backend/cpu/openblas_kernels.h"
 #include "core/errors.h"
 
@@ -21,7 +23,14 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"dtrain: distributed deep-learning training from a TOML job file"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "dtrain 0.1.0");
+  // The version names the CPU kernels this host would compute with.
+  app.set_version_flag("--version", [] {
+    try {
+      return "dtrain 0.1.0\nCPU kernels: " + dtrain::cpu::describeActiveLevel();
+    } catch (const dtrain::ConfigError& e) {
+      return std::string("dtrain 0.1.0\nCPU kernels: none chosen: ") + e.what();
+    }
+  });
 
   TrainArgs train;
   auto* train_cmd = app.add_subcommand("train", "Train the model a job file describes");
@@ -57,6 +66,8 @@ int main(int argc, char** argv) {
   auto* bench_loader_cmd = addBenchLoaderCommand(app, bench_loader);
   BenchStepArgs bench_step;
   auto* bench_step_cmd = addBenchStepCommand(app, bench_step);
+  BenchCpuArgs bench_cpu;
+  auto* bench_cpu_cmd = addBenchCpuCommand(app, bench_cpu);
 
   ResumeArgs resume;
   auto* resume_cmd = app.add_subcommand("resume", "Continue a run from its latest complete checkpoint");
@@ -90,12 +101,14 @@ int main(int argc, char** argv) {
   }
 
   try {
+    dtrain::cpu::activeLevel();  // a DTRAIN_CPU this CPU cannot honour ends here, in one line
     if (*train_cmd) return runTrain(train);
     if (*check_cmd) return runCheck(check);
     if (*eval_cmd) return runEval(eval);
     if (*bench_allreduce_cmd) return runBenchAllreduce(bench_allreduce);
     if (*bench_loader_cmd) return runBenchLoader(bench_loader);
     if (*bench_step_cmd) return runBenchStep(bench_step);
+    if (*bench_cpu_cmd) return runBenchCpu(bench_cpu);
     if (*resume_cmd) return runResume(resume);
   } catch (const dtrain::ConfigError& e) {
     std::fprintf(stderr, "dtrain: error: %s\n", e.what());

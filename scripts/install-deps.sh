@@ -7,8 +7,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libtomlplusplus-dev libcli11-dev libzmq3-dev cppzmq-dev libgloo-dev
-  libopenblas-dev zlib1g-dev libstb-dev doctest-dev
+  libopenblas-dev libdnnl-dev zlib1g-dev libstb-dev doctest-dev
   dataset-fashion-mnist
+  qemu-user  # the tests run the binary on an emulated CPU without AVX-512
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-pil)

@@ -27,6 +27,10 @@ struct JobSection {
   // products; on the CPU a reference path (the fp32 kernels on values
   // rounded to the format).
   std::string precision = "fp32";
+  // precision = "bf16" on the CPU: "auto" takes the AVX512-BF16 level where
+  // the CPU has it and the reference path elsewhere, saying which at start;
+  // "require" refuses to start on a host whose CPU kernels lack AVX512-BF16.
+  std::string cpu_bf16 = "auto";
   // GPU: only deterministic convolution algorithms are candidates, so a run
   // and its resumes repeat bit for bit (the algorithms chosen are kept in the
   // run directory); false lets the fastest, atomics-summing ones compete too.

@@ -15,8 +15,8 @@
 namespace dtrain {
 
 const char* const kResumeChangeable =
-    "[strategy], [cluster], job.threads, job.device, job.precision, job.deterministic, job.gpu_workspace_mb, "
-    "job.cuda_graphs, "
+    "[strategy], [cluster], job.threads, job.device, job.precision, job.cpu_bf16, job.deterministic, "
+    "job.gpu_workspace_mb, job.cuda_graphs, "
     "train.steps, train.epochs, train.loss_scale_* and the eval, checkpoint and log cadence";
 
 namespace {
@@ -123,7 +123,7 @@ std::string differenceMessage(const std::string& section, const std::string& key
 bool changeableOnResume(const std::string& section, const std::string& key) {
   if (section == "strategy" || section == "cluster") return true;
   if (section == "job")  // where and how the steps run, on which device and with which GPU algorithms
-    return key == "threads" || key == "device" || key == "precision" || key == "deterministic" ||
+    return key == "threads" || key == "device" || key == "precision" || key == "cpu_bf16" || key == "deterministic" ||
            key == "gpu_workspace_mb" || key == "cuda_graphs";
   if (section == "data")  // how, not what, is loaded
     return key == "loader_threads" || key == "prefetch" || key == "device_cache_mb";

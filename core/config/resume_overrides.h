@@ -4,7 +4,7 @@
 // other values would be a different run. What may change is where and how the
 // run executes, and how long it goes on:
 //   [strategy] and [cluster] (any key), job.threads, job.device, job.precision,
-//   job.deterministic, job.gpu_workspace_mb, job.cuda_graphs,
+//   job.cpu_bf16, job.deterministic, job.gpu_workspace_mb, job.cuda_graphs,
 //   data.loader_threads, data.prefetch and data.device_cache_mb (how, not what, is loaded),
 //   train.steps and train.epochs (a longer run; a cosine schedule then ends later),
 //   the cadence of evaluation, checkpoints and progress lines

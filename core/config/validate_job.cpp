@@ -98,6 +98,7 @@ void checkJobSection(const Checker& c, const JobSection& s) {
   c.intRange("job.threads", s.threads, 0, 256);
   c.oneOf("job.device", s.device, {"auto", "cpu", "cuda"});
   c.oneOf("job.precision", s.precision, {"fp32", "tf32", "bf16", "fp16"});
+  c.oneOf("job.cpu_bf16", s.cpu_bf16, {"auto", "require"});
   c.intRange("job.gpu_workspace_mb", s.gpu_workspace_mb, 1, 65536);
 }
 

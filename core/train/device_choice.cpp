@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/backend/cpu/cpu_level.h"
 #include "core/backend/cuda_module.h"
 #include "core/backend/device_ops.h"
 #include "core/backend/device_query.h"
@@ -53,9 +54,37 @@ std::string describePrecision(const JobConfig& job) {
   return s;
 }
 
+void checkCpuBf16(const JobSection& job, Device device) {
+  if (!device.isCpu() || job.precision != "bf16" || job.cpu_bf16 != "require") return;
+  const cpu::Level level = cpu::activeLevel();
+  if (level == cpu::Level::Avx512Bf16) return;
+  const bool lowered = cpu::bestLevel(cpu::detectFeatures()) == cpu::Level::Avx512Bf16;
+  throw ConfigError(std::string("[job] cpu_bf16 = \"require\": this host's CPU kernels are ") + cpu::levelName(level) +
+                    (lowered ? " (lowered by DTRAIN_CPU)" : ", without AVX512-BF16") +
+                    "; run on a host whose CPU has AVX512-BF16, or set cpu_bf16 = \"auto\" to take the reference "
+                    "path here");
+}
+
+std::string describeCpuPrecision(const JobSection& job) {
+  if (job.precision != "bf16" && job.precision != "fp16") return "";
+  const cpu::Level level = cpu::activeLevel();
+  std::string s = job.precision + " on the CPU: ";
+  if (job.precision == "fp16")
+    return s + "the reference path (fp32 kernels at " + cpu::levelName(level) +
+           " on values rounded to fp16; CPUs have no fp16 products worth using)";
+  if (level == cpu::Level::Avx512Bf16)
+    return s + "the AVX512-BF16 level (fp32 products at 512 bits on bf16-rounded values, which ran faster than "
+               "bf16 dot products on the CPUs measured: `dtrain bench cpu` compares them)";
+  return s + "the reference path (fp32 kernels at " + cpu::levelName(level) + " on bf16-rounded values; " +
+         (cpu::bestLevel(cpu::detectFeatures()) == cpu::Level::Avx512Bf16 ? "AVX512-BF16 turned off by DTRAIN_CPU"
+                                                                          : "this CPU has no AVX512-BF16") +
+         ")";
+}
+
 Device computeDevice(const JobSection& job, int local_index) {
   const Device device = resolveDevice(job.device, local_index);
   if (!device.isCpu()) device_ops::setTf32(device, job.precision == "tf32");
+  checkCpuBf16(job, device);
   return device;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/backend/algorithm_cache.h"
+#include "core/backend/cpu/cpu_level.h"
 #include "core/backend/device_memory.h"
 #include "core/errors.h"
 #include "core/io/crc32.h"
@@ -537,11 +538,14 @@ struct Trainer::Impl {
       say("training " + job.job.name + ": " + std::to_string(replicas->store().count()) + " parameters, " +
           std::to_string(train_data->size()) + " training samples, " + std::to_string(steps_per_epoch) +
           " steps/epoch, " +
-          (device.isCpu() ? std::to_string(job.job.threads) + " threads" : "on " + describeDevice(device)) +
+          (device.isCpu() ? std::to_string(job.job.threads) + " threads (CPU kernels " +
+                                cpu::levelName(cpu::activeLevel()) + ")"
+                          : "on " + describeDevice(device)) +
           strategy->describeRun());
     else
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
+    if (device.isCpu() && !describeCpuPrecision(job.job).empty()) say(describeCpuPrecision(job.job));
     if (!batch_plan.empty()) say("data: " + batch_plan);
     if (state.step >= total_steps) {
       out.already_finished = true;

@@ -147,6 +147,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "threads = 0\n"
       "device = \"cpu\"\n"
       "precision = \"fp32\"\n"
+      "cpu_bf16 = \"auto\"\n"
       "deterministic = true\n"
       "gpu_workspace_mb = 1024\n"
       "cuda_graphs = true\n"

@@ -45,8 +45,8 @@ TEST_CASE("resume may change where and how long a run goes on, not what it compu
     CHECK(changeableOnResume("cluster", key));
   CHECK(changeableOnResume("job", "threads"));
   CHECK(changeableOnResume("job", "device"));
-  // How the GPU computes: its precision, algorithms and their workspace.
-  for (const char* key : {"precision", "deterministic", "gpu_workspace_mb", "cuda_graphs"})
+  // How the devices compute: the precision, the CPU's bf16 demand, the GPU's algorithms and workspace.
+  for (const char* key : {"precision", "cpu_bf16", "deterministic", "gpu_workspace_mb", "cuda_graphs"})
     CHECK(changeableOnResume("job", key));
   for (const char* key : {"steps", "epochs", "checkpoint_every_steps", "keep_last", "eval_every_steps"})
     CHECK(changeableOnResume("train", key));
@@ -93,7 +93,7 @@ TEST_CASE("resume --set of a key the checkpoint was trained with is refused in o
   const std::string tail =
       " cannot change on resume: the checkpoint was trained with it; start a new run with `dtrain train` to "
       "change it (resume may change [strategy], [cluster], job.threads, job.device, job.precision, "
-      "job.deterministic, job.gpu_workspace_mb, job.cuda_graphs, train.steps, train.epochs, train.loss_scale_* "
+      "job.cpu_bf16, job.deterministic, job.gpu_workspace_mb, job.cuda_graphs, train.steps, train.epochs, train.loss_scale_* "
       "and the eval, checkpoint and log cadence)";
   JobConfig job = saved();
   CHECK(configErrorOf([&] { applyResumeOverrides(job, {"model.preset=cnn"}); }) ==
@@ -199,8 +199,8 @@ TEST_CASE("resume --job refuses a file that differs elsewhere, naming the first 
       "[train]\nepochs = 2\nbatch_size = 48\n"
       "[optimizer]\ntype = \"adamw\"\nlr = 0.01\n";
   const std::string tail =
-      "; resume takes only [strategy], [cluster], job.threads, job.device, job.precision, job.deterministic, "
-      "job.gpu_workspace_mb, job.cuda_graphs, train.steps, train.epochs, train.loss_scale_* and the eval, "
+      "; resume takes only [strategy], [cluster], job.threads, job.device, job.precision, job.cpu_bf16, "
+      "job.deterministic, job.gpu_workspace_mb, job.cuda_graphs, train.steps, train.epochs, train.loss_scale_* and the eval, "
       "checkpoint and log cadence from --job FILE: make the rest match, or start a new run with `dtrain train`";
   CHECK(configErrorOf([&] { withChangesFrom(saved(), parseJobString(changed_lr, "next.toml")); }) ==
         "next.toml:15:6: [optimizer] lr is 0.01 here, but the checkpoint was trained with 0.003" + tail);

@@ -35,6 +35,7 @@ struct Geometry {
 
 struct Reference {
   std::vector<double> y, dx, dw, db;
+  std::vector<double> dy_used;  // dy where it reaches the gradients (masked by y > 0 with relu), else 0
 };
 
 // Direct grouped convolution in double: y = act(conv(x, w) + b), and, given
@@ -47,6 +48,7 @@ Reference reference(const Geometry& g, const float* x, const float* w, const flo
   r.dx.assign(g.n * g.channels * g.height * g.width, 0.0);
   r.dw.assign(g.filters * cg * g.kh * g.kw, 0.0);
   r.db.assign(g.filters, 0.0);
+  r.dy_used.assign(r.y.size(), 0.0);
   // Calls f(output index, input index, weight index) for every product term.
   auto terms = [&](int64_t s, int64_t f, int64_t oy, int64_t ox, auto fn) {
     for (int64_t q = 0; q < cg; ++q)
@@ -68,6 +70,7 @@ Reference reference(const Geometry& g, const float* x, const float* w, const flo
           r.y[o] = relu ? std::max(acc, 0.0) : acc;
           if (!dy || (relu && !(acc > 0.0))) continue;
           const double d = dy[o];
+          r.dy_used[o] = d;
           r.db[f] += d;
           terms(s, f, oy, ox, [&](int64_t xi, int64_t wi) {
             r.dw[wi] += d * x[xi];
@@ -75,6 +78,72 @@ Reference reference(const Geometry& g, const float* x, const float* w, const flo
           });
         }
   return r;
+}
+
+// A bound on the round-off of F(4x4,3x3)'s weight gradient (groups 1,
+// stride 1), per weight, from the arithmetic: dw = G^T [sum over tiles of
+// (A dY A^T) o (B^T d B)] G (the matrices of core/backend/cpu/winograd4x4.cpp)
+// with every step's error within gamma_K of its terms' magnitudes, so the
+// bound is gamma_K |G|^T [sum |A||dY||A|^T o |B|^T|d||B|] |G|. K counts the
+// longest chain of roundings: the input transform (two passes of six terms),
+// the output-gradient transform (two of six), the product over the batch's
+// tiles (and the chunks added into it), and the filter transform (two passes
+// of six terms times rounded reciprocals). It holds for any summation order,
+// so for every CPU level's products alike.
+std::vector<double> winograd4x4WeightGradBound(const Geometry& g, const float* x, const Reference& r) {
+  static const double kBt[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                   {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static const double kG[6][3] = {{0.25, 0, 0},           {1.0 / 6, 1.0 / 6, 1.0 / 6}, {1.0 / 6, 1.0 / 6, 1.0 / 6},
+                                  {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+  static const double kAt[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, 1, 2, 2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, 1, 8, 8, 1}};
+  const int64_t ho = g.outHeight(), wo = g.outWidth(), th = (ho + 3) / 4, tw = (wo + 3) / 4;
+  const int64_t tiles = g.n * th * tw;
+  const double u = std::ldexp(1.0, -24), k = 12 + 12 + tiles + g.n + 16;
+  const double gamma = k * u / (1 - k * u);
+  std::vector<double> bound(g.filters * g.channels * 9, 0.0);
+  for (int64_t f = 0; f < g.filters; ++f)
+    for (int64_t c = 0; c < g.channels; ++c) {
+      double m[6][6] = {};
+      for (int64_t s = 0; s < g.n; ++s)
+        for (int64_t ti = 0; ti < th; ++ti)
+          for (int64_t tj = 0; tj < tw; ++tj) {
+            double d[6][6], dy[4][4], v[6][6] = {}, z[6][6] = {};
+            for (int a = 0; a < 6; ++a)
+              for (int b = 0; b < 6; ++b) {
+                const int64_t iy = 4 * ti - g.ph + a, ix = 4 * tj - g.pw + b;
+                const bool in = iy >= 0 && iy < g.height && ix >= 0 && ix < g.width;
+                d[a][b] = in ? std::fabs(x[((s * g.channels + c) * g.height + iy) * g.width + ix]) : 0.0;
+              }
+            for (int p = 0; p < 4; ++p)
+              for (int q = 0; q < 4; ++q) {
+                const int64_t oy = 4 * ti + p, ox = 4 * tj + q;
+                dy[p][q] = oy < ho && ox < wo ? std::fabs(r.dy_used[((s * g.filters + f) * ho + oy) * wo + ox]) : 0.0;
+              }
+            for (int i = 0; i < 6; ++i)
+              for (int j = 0; j < 6; ++j) {
+                for (int a = 0; a < 6; ++a)
+                  for (int b = 0; b < 6; ++b) v[i][j] += std::fabs(kBt[i][a]) * d[a][b] * std::fabs(kBt[j][b]);
+                for (int p = 0; p < 4; ++p)
+                  for (int q = 0; q < 4; ++q) z[i][j] += kAt[p][i] * dy[p][q] * kAt[q][j];
+                m[i][j] += z[i][j] * v[i][j];
+              }
+          }
+      for (int ky = 0; ky < 3; ++ky)
+        for (int kx = 0; kx < 3; ++kx) {
+          double sum = 0;
+          for (int i = 0; i < 6; ++i)
+            for (int j = 0; j < 6; ++j) sum += kG[i][ky] * m[i][j] * kG[j][kx];
+          bound[(f * g.channels + c) * 9 + ky * 3 + kx] = gamma * sum;
+        }
+    }
+  return bound;
+}
+
+// Whether every |got - want| is within its bound.
+bool withinBounds(const float* got, const std::vector<double>& want, const std::vector<double>& bound) {
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= bound[i])) return false;
+  return true;
 }
 
 // max |got - want| / (1 + |want|); `offset` is subtracted from got first.
@@ -252,13 +321,23 @@ TEST_CASE("grouped conv2d backward equals the direct reference, with and without
       // Weight gradients are sums of a few hundred products (Winograd's
       // transforms add to their round-off): 5e-5 relative.
       CHECK(worst(h.dx.data(), r.dx) < (k.expect == ConvAlgo::Winograd4x4 ? 5e-5 : 1e-5));
-      CHECK(worst(h.grads[0].data(), r.dw) < 5e-5);
+      const bool wino4 = k.expect == ConvAlgo::Winograd4x4;
+      std::vector<double> bound = wino4 ? winograd4x4WeightGradBound(g, h.x.data(), r) : std::vector<double>();
+      if (wino4)
+        CHECK(withinBounds(h.grads[0].data(), r.dw, bound));
+      else
+        CHECK(worst(h.grads[0].data(), r.dw) < 5e-5);
       if (k.config.bias) CHECK(worst(h.grads[1].data(), r.db) < 5e-5);
       // The first layer's backward (no input gradient) accumulates the same
-      // parameter gradients once more.
+      // parameter gradients once more: twice the sum and its bound, and the
+      // addition's own rounding.
       h.backward({}, false);
       for (double& v : r.dw) v *= 2.0;
-      CHECK(worst(h.grads[0].data(), r.dw) < 5e-5);
+      for (size_t i = 0; i < bound.size(); ++i) bound[i] = 2 * bound[i] + std::ldexp(std::fabs(r.dw[i]), -23);
+      if (wino4)
+        CHECK(withinBounds(h.grads[0].data(), r.dw, bound));
+      else
+        CHECK(worst(h.grads[0].data(), r.dw) < 5e-5);
     }
 }
 

@@ -7,6 +7,8 @@
 // and a relu are applied in registers before the store, saving a pass over c.
 #include <limits>
 
+#include "core/backend/cpu/cpu_kernels_avx512.h"
+#include "core/backend/cpu/gemm_levels.h"
 #include "core/backend/ops.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -138,16 +140,8 @@ void slice(int64_t m, int64_t k, const float* a, int64_t ars, int64_t acs, const
 
 }  // namespace
 
-void gemmUnpacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                  int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool relu) {
-  if (k == 0) {  // an empty product: c = act(bias)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        const float v = row_bias ? row_bias[i] : 0.0f;
-        c[i * ldc + j] = relu && v < 0.0f ? 0.0f : v;
-      }
-    return;
-  }
+static void gemmUnpackedAvx2(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                             const float* b, int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool relu) {
   const int64_t ars = trans_a ? 1 : lda, acs = trans_a ? lda : 1;
   // Column slices outside, row blocks inside: the k x 16 slice of b stays in
   // L1 while every row block of a (all of a is in L1 too) passes over it.
@@ -157,13 +151,36 @@ void gemmUnpacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a,
 
 #else
 
-void gemmUnpacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                  int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool relu) {
+static void gemmUnpackedAvx2(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                             const float* b, int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool relu) {
   gemm(trans_a, false, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
   if (row_bias || relu)
     for (int64_t i = 0; i < m; ++i) biasActPlanes(c + i * ldc, row_bias ? row_bias + i : nullptr, 1, n, relu);
 }
 
 #endif
+
+void gemmUnpackedAtLevel(cpu::Level level, bool trans_a, int64_t m, int64_t n, int64_t k, const float* a,
+                         int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const float* row_bias,
+                         bool relu) {
+  if (k == 0) {  // an empty product: c = act(bias)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const float v = row_bias ? row_bias[i] : 0.0f;
+        c[i * ldc + j] = relu && v < 0.0f ? 0.0f : v;
+      }
+    return;
+  }
+  if (level == cpu::Level::Avx2)
+    gemmUnpackedAvx2(trans_a, m, n, k, a, lda, b, ldb, c, ldc, row_bias, relu);
+  else
+    avx512::gemmUnpacked(trans_a, m, n, k, a, lda, b, ldb, c, ldc, row_bias, relu);
+}
+
+void gemmUnpacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool relu) {
+  static const cpu::Level level = cpu::activeLevel();
+  gemmUnpackedAtLevel(level, trans_a, m, n, k, a, lda, b, ldb, c, ldc, row_bias, relu);
+}
 
 }  // namespace dtrain::ops
