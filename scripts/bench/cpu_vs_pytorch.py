@@ -7,7 +7,11 @@ settings (the best one is the peer), the ratio, and the peak RSS of both
 processes. It also times `dtrain check`, and with --accuracy trains the shipped
 configs to the end and reports their test accuracy.
 
-Usage: scripts/bench/cpu_vs_pytorch.py [--steps N] [--repeats R] [--accuracy]
+With --pypi the peer also includes the latest PyTorch from PyPI (in the virtual environment
+pipeline_vs_one.py makes, ~/.cache/dtrain-bench/torch-venv, made here if missing), in fp32 and
+under its CPU bf16 autocast: the best of every setting is the peer.
+
+Usage: scripts/bench/cpu_vs_pytorch.py [--steps N] [--repeats R] [--accuracy] [--pypi]
 """
 import argparse
 import json
@@ -61,19 +65,30 @@ def dtrain_throughput(model, warmup, steps, workdir):
 
 # PyTorch's thread settings tried; the best is the peer. Debian's torch calls
 # OpenBLAS (its own threads) under its OpenMP threads, so "2 threads, BLAS 1"
-# avoids oversubscribing the cores.
+# avoids oversubscribing the cores. name -> (threads, environment, python, bf16 autocast)
 TORCH_SETTINGS = {
-    "1t": (1, {}),
-    "2t": (2, {}),
-    "2t+blas1": (2, {"OPENBLAS_NUM_THREADS": "1"}),
+    "1t": (1, {}, "/usr/bin/python3", False),
+    "2t": (2, {}, "/usr/bin/python3", False),
+    "2t+blas1": (2, {"OPENBLAS_NUM_THREADS": "1"}, "/usr/bin/python3", False),
 }
 
 
+def add_pypi_settings():
+    """The latest PyTorch from PyPI (oneDNN, AVX-512 and AMX kernels of its own) in fp32 and
+    under bf16 autocast, at 1 and 2 threads."""
+    import pipeline_vs_one
+    python = pipeline_vs_one.ensure_venv(pipeline_vs_one.DEFAULT_VENV)
+    for threads in (1, 2):
+        TORCH_SETTINGS[f"pypi {threads}t"] = (threads, {}, python, False)
+        TORCH_SETTINGS[f"pypi {threads}t bf16"] = (threads, {}, python, True)
+
+
 def torch_throughput(model, setting, warmup, steps):
-    threads, extra_env = TORCH_SETTINGS[setting]
+    threads, extra_env, python, bf16 = TORCH_SETTINGS[setting]
     env = dict(os.environ, **extra_env)
-    out, rss = run_with_rss(["/usr/bin/python3", PEER, "--model", model, "--threads", str(threads),
-                             "--warmup", str(warmup), "--steps", str(steps)], env=env)
+    out, rss = run_with_rss([python, PEER, "--model", model, "--threads", str(threads),
+                             "--warmup", str(warmup), "--steps", str(steps)] + (["--bf16"] if bf16 else []),
+                            env=env)
     return json.loads(out.strip().splitlines()[-1])["images_per_s"], rss
 
 
@@ -82,7 +97,10 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="measured steps (default: 1000 mlp, 100 cnn)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--accuracy", action="store_true", help="also train the shipped configs to the end")
+    ap.add_argument("--pypi", action="store_true", help="also the latest PyTorch from PyPI, fp32 and bf16 autocast")
     a = ap.parse_args()
+    if a.pypi:
+        add_pypi_settings()
     if not os.path.exists(DTRAIN):
         sys.exit("bench: build/dtrain not found; run scripts/build.sh first")
 

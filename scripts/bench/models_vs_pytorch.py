@@ -36,7 +36,8 @@ dtrain binary knows the presets compares `dtrain check`'s counts with them.
 Exit status: 0 when every bar passes, 1 when one fails.
 
 Usage: scripts/bench/models_vs_pytorch.py [--data DIR] [--repeats 3] [--warmup 3] [--steps N]
-           [--only resnet20|mobilenet_v2] [--torch-settings 1t,2t,1t+cl,2t+cl] [--pytorch-only] [--wait-for-idle S]
+           [--only resnet20|mobilenet_v2] [--torch-settings 1t,2t,1t+cl,2t+cl] [--pypi] [--pytorch-only]
+           [--wait-for-idle S]
            [--json FILE] [--dtrain PATH]
        scripts/bench/models_vs_pytorch.py --self-check [--dtrain PATH]
 """
@@ -61,7 +62,23 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 # channels_last memory format (oneDNN's preferred layout on CPUs: it spares the reorders
 # around each convolution; MobileNetV2 ran 1.6x as fast in it here, ResNet-20 a little
 # slower). The best is the peer; --torch-settings 1t,2t keeps to the default layout.
-TORCH_SETTINGS = {"1t": (1, False), "2t": (2, False), "1t+cl": (1, True), "2t+cl": (2, True)}
+# name -> (threads, channels_last, bf16 autocast); the "pypi" ones (with --pypi) run the latest
+# PyTorch from PyPI in the virtual environment pipeline_vs_one.py makes, the others Debian's.
+TORCH_SETTINGS = {"1t": (1, False, False), "2t": (2, False, False), "1t+cl": (1, True, False),
+                  "2t+cl": (2, True, False)}
+PYPI_SETTINGS = {"pypi 2t": (2, False, False), "pypi 2t+cl": (2, True, False),
+                 "pypi 1t+cl bf16": (1, True, True), "pypi 2t+cl bf16": (2, True, True)}
+_pypi_python = None
+
+
+def peer_python(setting):
+    global _pypi_python
+    if setting not in PYPI_SETTINGS:
+        return "/usr/bin/python3"
+    if _pypi_python is None:
+        import pipeline_vs_one
+        _pypi_python = pipeline_vs_one.ensure_venv(pipeline_vs_one.DEFAULT_VENV)
+    return _pypi_python
 LOADER_BAR = 3.0
 LOADER_BATCHES = 50  # timed batches of 64: about three passes over the folder's 1,080 training images
 IMAGE_SIZE = 96
@@ -249,7 +266,8 @@ def run_peer(a):
         if flip:
             xb = torch.where((torch.rand(len(idx)) < 0.5)[:, None, None, None], xb.flip(3), xb)
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(xb), y[idx])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = loss_fn(net(xb), y[idx])
         loss.backward()
         opt.step()
         losses.append(loss.item())
@@ -267,10 +285,11 @@ def run_peer(a):
 def torch_train(model, setting, data_dir, warmup, steps):
     """(the peer's JSON, peak RSS MB)."""
     load.wait_for_idle()
-    threads, channels_last = TORCH_SETTINGS[setting]
-    out, rss = run_with_rss(["/usr/bin/python3", os.path.abspath(__file__), "--peer", "--model", model,
+    threads, channels_last, bf16 = {**TORCH_SETTINGS, **PYPI_SETTINGS}[setting]
+    out, rss = run_with_rss([peer_python(setting), os.path.abspath(__file__), "--peer", "--model", model,
                              "--threads", str(threads), "--data", data_dir, "--warmup", str(warmup),
-                             "--steps", str(steps)] + (["--channels-last"] if channels_last else []))
+                             "--steps", str(steps)] + (["--channels-last"] if channels_last else []) +
+                            (["--bf16"] if bf16 else []))
     return json.loads(out.strip().splitlines()[-1]), rss
 
 
@@ -446,10 +465,10 @@ def print_table(a, steps, summary, loader, load_summary):
 
 def settings_list(text):
     names = [s for s in text.split(",") if s]
-    unknown = [s for s in names if s not in TORCH_SETTINGS]
+    unknown = [s for s in names if s not in TORCH_SETTINGS and s not in PYPI_SETTINGS]
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown setting {','.join(unknown) or text!r}; known: "
-                                         f"{', '.join(TORCH_SETTINGS)}")
+                                         f"{', '.join([*TORCH_SETTINGS, *PYPI_SETTINGS])}")
     return names
 
 
@@ -463,6 +482,8 @@ def main():
     ap.add_argument("--torch-settings", type=settings_list, default=list(TORCH_SETTINGS),
                     help=f"comma-separated, of {','.join(TORCH_SETTINGS)} (default: all)")
     ap.add_argument("--pytorch-only", action="store_true", help="run the PyTorch side alone")
+    ap.add_argument("--pypi", action="store_true",
+                    help=f"also the latest PyTorch from PyPI: {', '.join(PYPI_SETTINGS)}")
     ap.add_argument("--wait-for-idle", type=float, default=0, metavar="S",
                     help="before each run wait up to S seconds for no other process to run for 2 s")
     ap.add_argument("--json", help="also write the figures to this file")
@@ -473,7 +494,10 @@ def main():
     ap.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--channels-last", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--bf16", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.pypi:
+        a.torch_settings = a.torch_settings + [s for s in PYPI_SETTINGS if s not in a.torch_settings]
     if a.peer:
         return run_peer(a)
     if a.self_check:

@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--bf16", action="store_true", help="forward and loss under CPU bf16 autocast")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -65,7 +66,8 @@ def main():
         j = i % per_epoch
         idx = perm[j * a.batch:(j + 1) * a.batch]
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(x[idx]), y[idx])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = loss_fn(net(x[idx]), y[idx])
         loss.backward()
         opt.step()
 
