@@ -46,8 +46,9 @@ int runCheck(const CheckArgs& args) {
               cpu::describeActiveLevel().c_str(), openblasCoreName());
   if (tf_config) std::printf("%s", tfConfigReport(*tf_config, job).c_str());
   std::printf("# precision: %s\n", describePrecision(job).c_str());
-  if (device.isCpu() && !describeCpuPrecision(job.job).empty())
-    std::printf("# %s\n", describeCpuPrecision(job.job).c_str());
+  if (device.isCpu())
+    if (const std::string cpu_precision = describeCpuPrecision(job.job); !cpu_precision.empty())
+      std::printf("# %s\n", cpu_precision.c_str());
   std::printf("# model\n%s", modelSummary(*model).c_str());
   if (job.strategy.type == "parameter_server") {
     ParamStore store;

@@ -58,15 +58,26 @@ struct Operands {
   std::vector<float> a, b, c;
 };
 
-Operands operandsFor(const std::vector<ProductShape>& shapes, std::mt19937& rng) {
-  int64_t most_a = 0, most_b = 0, most_c = 0;
+// The largest a, b and c any of the shapes needs, in elements: one set of
+// buffers serves every product of a pass.
+struct OperandSizes {
+  int64_t a = 0, b = 0, c = 0;
+};
+
+OperandSizes largestOperands(const std::vector<ProductShape>& shapes) {
+  OperandSizes most;
   for (const ProductShape& s : shapes) {
-    most_a = std::max(most_a, s.m * s.k);
-    most_b = std::max(most_b, s.k * s.n);
-    most_c = std::max(most_c, s.m * s.n);
+    most.a = std::max(most.a, s.m * s.k);
+    most.b = std::max(most.b, s.k * s.n);
+    most.c = std::max(most.c, s.m * s.n);
   }
+  return most;
+}
+
+Operands operandsFor(const std::vector<ProductShape>& shapes, std::mt19937& rng) {
+  const OperandSizes most = largestOperands(shapes);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  Operands o{std::vector<float>(most_a), std::vector<float>(most_b), std::vector<float>(most_c)};
+  Operands o{std::vector<float>(most.a), std::vector<float>(most.b), std::vector<float>(most.c)};
   for (float& x : o.a) x = u(rng);
   for (float& x : o.b) x = u(rng);
   return o;
@@ -101,15 +112,10 @@ double bf16Passes(const std::vector<ProductShape>& shapes, int threads, double s
   return concurrentRate(threads, seconds, [&](int) {
     omp_set_num_threads(1);
     auto p = std::make_shared<Bf16Pass>();
-    int64_t most_a = 0, most_b = 0, most_c = 0;
-    for (const ProductShape& s : shapes) {
-      most_a = std::max(most_a, s.m * s.k);
-      most_b = std::max(most_b, s.k * s.n);
-      most_c = std::max(most_c, s.m * s.n);
-    }
-    p->a.assign(most_a, 0x3f80);  // 1.0
-    p->b.assign(most_b, 0x3f80);
-    p->c.assign(most_c, 0.0f);
+    const OperandSizes most = largestOperands(shapes);
+    p->a.assign(most.a, 0x3f80);  // 1.0
+    p->b.assign(most.b, 0x3f80);
+    p->c.assign(most.c, 0.0f);
     for (const ProductShape& s : shapes) {
       const memory::desc a({s.m, s.k}, memory::data_type::bf16, s.trans_a ? memory::dims{1, s.m} : memory::dims{s.k, 1});
       const memory::desc b({s.k, s.n}, memory::data_type::bf16, s.trans_b ? memory::dims{1, s.k} : memory::dims{s.n, 1});

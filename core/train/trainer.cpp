@@ -545,7 +545,8 @@ struct Trainer::Impl {
     else
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
-    if (device.isCpu() && !describeCpuPrecision(job.job).empty()) say(describeCpuPrecision(job.job));
+    if (device.isCpu())
+      if (const std::string cpu_precision = describeCpuPrecision(job.job); !cpu_precision.empty()) say(cpu_precision);
     if (!batch_plan.empty()) say("data: " + batch_plan);
     if (state.step >= total_steps) {
       out.already_finished = true;
