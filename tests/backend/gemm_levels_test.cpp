@@ -12,20 +12,14 @@
 
 #include "core/backend/cpu/cpu_level.h"
 #include "core/backend/cpu/gemm_levels.h"
+#include "tests/backend/levels_here.h"
 
 namespace dtrain {
 namespace {
 
 using cpu::Level;
 
-std::vector<Level> levelsHere() {
-  std::vector<Level> out;
-  const Level best = cpu::bestLevel(cpu::detectFeatures());
-  for (Level l : {Level::Avx2, Level::Avx512, Level::Avx512Bf16})
-    if (static_cast<int>(l) <= static_cast<int>(best)) out.push_back(l);
-  if (out.size() == 1) MESSAGE("this CPU runs the AVX2 level only: the AVX-512 kernels are not exercised");
-  return out;
-}
+using testing::levelsHere;
 
 double gamma(int64_t n) {
   const double u = std::ldexp(1.0, -24);

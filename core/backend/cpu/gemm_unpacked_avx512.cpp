@@ -2,14 +2,7 @@
 // elements broadcast, bias and relu in registers) with 12 rows x 32 columns
 // of c per block: 24 of the 32 zmm registers accumulate, so each loaded b
 // vector feeds 12 FMAs. Partial column slices use masked loads and stores.
-// GCC 12's avx512fintrin.h seeds its masked intrinsics with a deliberately
-// uninitialised vector (_mm512_undefined_ps), which its own warning flags.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
+#include "core/backend/cpu/avx512_intrinsics.h"
 #include "core/backend/cpu/cpu_kernels_avx512.h"
 
 namespace dtrain::ops::avx512 {

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "core/backend/cpu/vec8.h"
+#include "core/backend/cpu/winograd4x4_algebra.h"
 #include "core/backend/ops.h"
 
 namespace dtrain::ops {
@@ -33,89 +34,20 @@ void winograd4x4GradInputTransform(const float* dv, int64_t ldv, int64_t plane, 
 
 }  // namespace dtrain::ops
 
+namespace dtrain::ops::simd {
+// The scaling the transforms (winograd4x4_algebra.h) find beside V8.
+inline V8 times(float s, V8 a) { return broadcast(s) * a; }
+}  // namespace dtrain::ops::simd
+
 namespace dtrain::ops::winograd4 {
 
 using simd::V8;
-
-// One phase of a split row: entries [0, tilesW + 1) rounded up to vectors,
-// plus a vector of slack for the j+1 loads.
-constexpr int64_t kPhaseFloats = kWinogradMaxPaddedWidth / 4 + 16;
-// A split row: four phases.
-constexpr int64_t kSplitFloats = 4 * kPhaseFloats;
-
-struct Dims {
-  int64_t h, w, ho, wo, p, q, th, tw, t;
-  int64_t used;  // phase entries any kernel touches (a multiple of 8)
-};
 
 inline Dims dims(const Window2d& g) {
   const WinogradTiles tiles = winograd4x4Tiles(g);
   const int64_t tw = tiles.cols;
   return {g.height,   g.width, g.outHeight(),     g.outWidth(),    g.pad_h, g.pad_w,
           tiles.rows, tw,      tiles.perSample(), (tw + 8) / 8 * 8};
-}
-
-inline V8 times(float s, V8 a) { return simd::broadcast(s) * a; }
-
-// B^T d for six values (the input transform, along either axis).
-inline void inputRows(const V8* d, V8* out) {
-  const V8 t1 = d[4] - times(4.0f, d[2]), t2 = d[3] - times(4.0f, d[1]);
-  const V8 t3 = d[4] - d[2], t4 = times(2.0f, d[3] - d[1]);
-  out[0] = times(4.0f, d[0]) - times(5.0f, d[2]) + d[4];
-  out[1] = t1 + t2;
-  out[2] = t1 - t2;
-  out[3] = t3 + t4;
-  out[4] = t3 - t4;
-  out[5] = times(4.0f, d[1]) - times(5.0f, d[3]) + d[5];
-}
-
-// A^T m for six values -> four (the output transform).
-inline void outputRows(const V8* m, V8* out) {
-  const V8 s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
-  out[0] = m[0] + s12 + s34;
-  out[1] = d12 + times(2.0f, d34);
-  out[2] = s12 + times(4.0f, s34);
-  out[3] = d12 + times(8.0f, d34) + m[5];
-}
-
-// A g for four values -> six (the output-gradient transform).
-inline void gradOutputRows(const V8* g, V8* out) {
-  const V8 e = g[0] + g[2], o = g[1] + g[3];
-  const V8 e4 = g[0] + times(4.0f, g[2]), o4 = times(2.0f, g[1]) + times(8.0f, g[3]);
-  out[0] = g[0];
-  out[1] = e + o;
-  out[2] = e - o;
-  out[3] = e4 + o4;
-  out[4] = e4 - o4;
-  out[5] = g[3];
-}
-
-// B v for six values (the input-gradient transform).
-inline void gradInputRows(const V8* v, V8* out) {
-  const V8 s12 = v[1] + v[2], d12 = v[1] - v[2], s34 = v[3] + v[4], d34 = v[3] - v[4];
-  out[0] = times(4.0f, v[0]);
-  out[1] = times(4.0f, v[5] - d12) - times(2.0f, d34);
-  out[2] = -(times(5.0f, v[0]) + times(4.0f, s12) + s34);
-  out[3] = d12 + times(2.0f, d34) - times(5.0f, v[5]);
-  out[4] = v[0] + s12 + s34;
-  out[5] = v[5];
-}
-
-// Four vectors of 32 consecutive values -> the four phases (p[k] lane j =
-// value 4j + k), and back.
-inline void splitPhases(V8 a, V8 b, V8 c, V8 d, V8* p) {
-  V8 e0, o0, e1, o1;
-  simd::deinterleave(a, b, e0, o0);
-  simd::deinterleave(c, d, e1, o1);
-  simd::deinterleave(e0, e1, p[0], p[2]);
-  simd::deinterleave(o0, o1, p[1], p[3]);
-}
-inline void mergePhases(const V8* p, V8* out) {
-  V8 lo02, hi02, lo13, hi13;
-  simd::interleave(p[0], p[2], lo02, hi02);
-  simd::interleave(p[1], p[3], lo13, hi13);
-  simd::interleave(lo02, lo13, out[0], out[1]);
-  simd::interleave(hi02, hi13, out[2], out[3]);
 }
 
 // Splits padded row `row` (w input floats, or null for a padding row) into
