@@ -39,8 +39,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 MODELS = {
     # name: (steps timed after WARMUP, bar avx512/avx2, bar bf16/avx512)
     "mlp": (300, 1.5, 1.4),
-    "cnn": (40, 1.5, 1.4),
-    "resnet20": (12, 1.3, 1.3),
+    "cnn": (120, 1.5, 1.4),
+    "resnet20": (20, 1.3, 1.3),
     "mobilenet_v2": (8, 1.3, None),
 }
 WARMUP = 3

@@ -4,6 +4,8 @@
 // gamma_n: n rounding steps, each within 2^-24 of its result) applied to the
 // sum of |terms|, so it holds for OpenBLAS's, oneDNN's and dtrain's kernels
 // alike, and a wrong element, lane or tail breaks it by orders of magnitude.
+#include "core/backend/cpu/gemm_levels.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "core/backend/cpu/cpu_level.h"
-#include "core/backend/cpu/gemm_levels.h"
 #include "tests/backend/levels_here.h"
 
 namespace dtrain {
@@ -49,14 +50,16 @@ Problem randomProblem(std::mt19937& rng, bool ta, bool tb, int64_t m, int64_t n,
   return p;
 }
 
-float at(const std::vector<float>& x, bool t, int64_t ld, int64_t r, int64_t c) { return t ? x[c * ld + r] : x[r * ld + c]; }
+float at(const std::vector<float>& x, bool t, int64_t ld, int64_t r, int64_t c) {
+  return t ? x[c * ld + r] : x[r * ld + c];
+}
 
 // c = alpha a b + beta c0 at `level`; each element within its bound of the
 // double product.
 void checkGemm(const Problem& p, Level level, float alpha, float beta, std::vector<float>& c) {
   c = p.c0;
-  ops::gemmAtLevel(level, p.ta, p.tb, p.m, p.n, p.k, alpha, p.a.data(), p.lda, p.b.data(), p.ldb, beta, c.data(),
-                   p.ldc);
+  ops::gemmAtLevel(level, p.ta, p.tb, p.m, p.n, p.k, alpha, p.a.data(), p.lda, p.b.data(), p.ldb, beta,
+                   c.data(), p.ldc);
   int bad = 0;
   for (int64_t i = 0; i < p.m; ++i)
     for (int64_t j = 0; j < p.n; ++j) {
@@ -67,7 +70,8 @@ void checkGemm(const Problem& p, Level level, float alpha, float beta, std::vect
         magnitude += std::fabs(t);
       }
       exact = alpha * exact + beta * double(p.c0[i * p.ldc + j]);
-      const double bound = gamma(p.k + 2) * (std::fabs(alpha) * magnitude + std::fabs(beta * p.c0[i * p.ldc + j]));
+      const double bound =
+          gamma(p.k + 2) * (std::fabs(alpha) * magnitude + std::fabs(beta * p.c0[i * p.ldc + j]));
       if (std::fabs(c[i * p.ldc + j] - exact) > bound && ++bad <= 3)
         FAIL_CHECK(cpu::levelName(level), " c[", i, ",", j, "] = ", c[i * p.ldc + j], ", exact ", exact,
                    ", bound ", bound);
@@ -80,7 +84,8 @@ void checkGemm(const Problem& p, Level level, float alpha, float beta, std::vect
 
 TEST_CASE("gemm: every level within the fp32 bound of a double product, on odd shapes") {
   std::mt19937 rng(7);
-  const int64_t shapes[][3] = {{1, 1, 1}, {3, 17, 5}, {13, 31, 33}, {64, 10, 256}, {37, 515, 9}, {130, 66, 129}};
+  const int64_t shapes[][3] = {{1, 1, 1},     {3, 17, 5},   {13, 31, 33},
+                               {64, 10, 256}, {37, 515, 9}, {130, 66, 129}};
   for (const auto& s : shapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
@@ -115,8 +120,8 @@ TEST_CASE("gemmUnpacked: every level within the fp32 bound, with bias and relu, 
         for (float& x : bias) x = u(rng);
         for (Level level : levelsHere()) {
           std::vector<float> c(m * ldc, 123.0f);
-          ops::gemmUnpackedAtLevel(level, ta, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc, bias.data(),
-                                   relu);
+          ops::gemmUnpackedAtLevel(level, ta, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc,
+                                   bias.data(), relu);
           int bad = 0;
           for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j < n; ++j) {
@@ -128,8 +133,8 @@ TEST_CASE("gemmUnpacked: every level within the fp32 bound, with bias and relu, 
               }
               if (relu && exact < 0) exact = 0;
               if (std::fabs(c[i * ldc + j] - exact) > gamma(k + 1) * magnitude && ++bad <= 3)
-                FAIL_CHECK(cpu::levelName(level), " m", m, " n", n, " k", k, " c[", i, ",", j, "] = ",
-                           c[i * ldc + j], ", exact ", exact);
+                FAIL_CHECK(cpu::levelName(level), " m", m, " n", n, " k", k, " c[", i, ",", j,
+                           "] = ", c[i * ldc + j], ", exact ", exact);
             }
             for (int64_t j = n; j < ldc; ++j) CHECK(c[i * ldc + j] == 123.0f);  // nothing past n written
           }

@@ -19,7 +19,9 @@ __attribute__((noinline)) void block(int64_t k, const float* a, int64_t ars, int
                                      int64_t ldb, float* c, int64_t ldc, int64_t valid, Epilogue ep) {
   const __mmask16 m0 = valid >= 16 ? __mmask16(0xffff) : __mmask16((1u << valid) - 1u);
   const int64_t rest = valid - 16;
-  const __mmask16 m1 = rest >= 16 ? __mmask16(0xffff) : rest <= 0 ? __mmask16(0) : __mmask16((1u << rest) - 1u);
+  const __mmask16 m1 = rest >= 16  ? __mmask16(0xffff)
+                       : rest <= 0 ? __mmask16(0)
+                                   : __mmask16((1u << rest) - 1u);
   __m512 acc0[MR], acc1[MR];
   __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
 #pragma GCC unroll 12
@@ -50,8 +52,8 @@ __attribute__((noinline)) void block(int64_t k, const float* a, int64_t ars, int
 }
 
 template <int MR>
-void rows(int64_t m, int64_t k, const float* a, int64_t ars, int64_t acs, const float* b, int64_t ldb, float* c,
-          int64_t ldc, int64_t valid, Epilogue ep) {
+void rows(int64_t m, int64_t k, const float* a, int64_t ars, int64_t acs, const float* b, int64_t ldb,
+          float* c, int64_t ldc, int64_t valid, Epilogue ep) {
   if constexpr (MR > 0) {
     if (m >= MR) {
       int64_t i = 0;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/backend/cpu/cpu_kernels_avx512.h"
 #include "core/backend/cpu/vec8.h"
 
 namespace dtrain::ops::detail {
@@ -39,9 +40,7 @@ inline void takeIfGreater(__m256& best, __m256i& at, __m256 v, __m256i v_at) {
   at = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(at), _mm256_castsi256_ps(v_at), take));
 }
 
-}  // namespace
-
-bool maxPool2x2Forward(const float* x, int64_t planes, int64_t h, int64_t w, float* y, int32_t* argmax) {
+bool maxPool2x2Forward256(const float* x, int64_t planes, int64_t h, int64_t w, float* y, int32_t* argmax) {
   const int64_t ho = h / 2, wo = w / 2;
   const float* y_end = y + planes * ho * wo;
   const int32_t* a_end = argmax ? argmax + planes * ho * wo : nullptr;
@@ -75,8 +74,8 @@ bool maxPool2x2Forward(const float* x, int64_t planes, int64_t h, int64_t w, flo
   return true;
 }
 
-bool maxPool2x2Backward(const float* dy, const int32_t* argmax, int64_t planes, int64_t h, int64_t w,
-                        float* dx) {
+bool maxPool2x2Backward256(const float* dy, const int32_t* argmax, int64_t planes, int64_t h, int64_t w,
+                           float* dx) {
   const int64_t ho = h / 2, wo = w / 2;
   const float* dx_end = dx + planes * h * w;
   const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
@@ -114,11 +113,42 @@ bool maxPool2x2Backward(const float* dy, const int32_t* argmax, int64_t planes, 
   return true;
 }
 
+}  // namespace
+
 #else
 
-bool maxPool2x2Forward(const float*, int64_t, int64_t, int64_t, float*, int32_t*) { return false; }
-bool maxPool2x2Backward(const float*, const int32_t*, int64_t, int64_t, int64_t, float*) { return false; }
+namespace {
+
+bool maxPool2x2Forward256(const float*, int64_t, int64_t, int64_t, float*, int32_t*) { return false; }
+bool maxPool2x2Backward256(const float*, const int32_t*, int64_t, int64_t, int64_t, float*) { return false; }
+
+}  // namespace
 
 #endif
+
+bool maxPool2x2ForwardAtLevel(cpu::Level level, const float* x, int64_t planes, int64_t h, int64_t w,
+                              float* y, int32_t* argmax) {
+  if (level < cpu::Level::Avx512) return maxPool2x2Forward256(x, planes, h, w, y, argmax);
+  avx512::maxPool2x2Forward(x, planes, h, w, y, argmax);
+  return true;
+}
+
+bool maxPool2x2BackwardAtLevel(cpu::Level level, const float* dy, const int32_t* argmax, int64_t planes,
+                               int64_t h, int64_t w, float* dx) {
+  if (level < cpu::Level::Avx512) return maxPool2x2Backward256(dy, argmax, planes, h, w, dx);
+  avx512::maxPool2x2Backward(dy, argmax, planes, h, w, dx);
+  return true;
+}
+
+bool maxPool2x2Forward(const float* x, int64_t planes, int64_t h, int64_t w, float* y, int32_t* argmax) {
+  static const cpu::Level level = cpu::activeLevel();
+  return maxPool2x2ForwardAtLevel(level, x, planes, h, w, y, argmax);
+}
+
+bool maxPool2x2Backward(const float* dy, const int32_t* argmax, int64_t planes, int64_t h, int64_t w,
+                        float* dx) {
+  static const cpu::Level level = cpu::activeLevel();
+  return maxPool2x2BackwardAtLevel(level, dy, argmax, planes, h, w, dx);
+}
 
 }  // namespace dtrain::ops::detail

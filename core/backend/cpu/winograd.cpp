@@ -11,7 +11,10 @@
 // This file: the tile geometry and the filter-side transforms (a block of
 // channels at a time, see winograd_filter_block.h). The activation-side transforms
 // are in winograd_forward.cpp and winograd_backward.cpp.
+#include "core/backend/cpu/cpu_kernels_avx512.h"
 #include "core/backend/cpu/winograd_filter_block.h"
+#include "core/backend/cpu/winograd_levels.h"
+#include "core/backend/cpu/winograd_rows.h"
 #include "core/backend/ops.h"
 
 namespace dtrain::ops {
@@ -86,18 +89,27 @@ void winogradFilterGradTransform(const float* du, int64_t filters, int64_t chann
     }
 }
 
-const WinogradVariant& winograd2x2() {
+const WinogradVariant& winograd2x2AtLevel(cpu::Level level) {
   // The bias gradient's tile sum is the centre of A g A^T: a = b = 1.
-  static const WinogradVariant variant{2,
-                                       16,
-                                       5,
-                                       winogradTiles,
-                                       winogradFilterTransform,
-                                       winogradFilterGradTransform,
-                                       winogradInputTransform,
-                                       winogradOutputTransform,
-                                       winogradGradOutputTransform,
-                                       winogradGradInputTransform};
+  static const WinogradVariant avx2{2,
+                                    16,
+                                    5,
+                                    winogradTiles,
+                                    winogradFilterTransform,
+                                    winogradFilterGradTransform,
+                                    winogradInputTransform,
+                                    winogradOutputTransform,
+                                    winogradGradOutputTransform,
+                                    winogradGradInputTransform};
+  static const WinogradVariant wide =
+      withGeometryTransforms<winograd::Dims, winograd::dims, avx512::winograd2x2InputTransform,
+                             avx512::winograd2x2OutputTransform, avx512::winograd2x2GradOutputTransform,
+                             avx512::winograd2x2GradInputTransform>(avx2);
+  return level >= cpu::Level::Avx512 ? wide : avx2;
+}
+
+const WinogradVariant& winograd2x2() {
+  static const WinogradVariant& variant = winograd2x2AtLevel(cpu::activeLevel());
   return variant;
 }
 

@@ -16,8 +16,8 @@
 // winograd4x4_backward.cpp.
 #include "core/backend/cpu/cpu_kernels_avx512.h"
 #include "core/backend/cpu/winograd4x4_rows.h"
-#include "core/backend/cpu/winograd_levels.h"
 #include "core/backend/cpu/winograd_filter_block.h"
+#include "core/backend/cpu/winograd_levels.h"
 
 namespace dtrain::ops {
 
@@ -94,26 +94,6 @@ void winograd4x4FilterGradTransform(const float* du, int64_t filters, int64_t ch
     }
 }
 
-namespace {
-
-// The AVX-512 activation transforms behind ops.h's signatures.
-void inputTransform512(const float* x, int64_t n, const Window2d& g, float* v, int64_t ldv, int64_t plane) {
-  avx512::winograd4x4InputTransform(x, n, g.channels, winograd4::dims(g), v, ldv, plane);
-}
-void outputTransform512(const float* m, int64_t ldm, int64_t plane, int64_t n, int64_t filters,
-                        const Window2d& g, const float* bias, bool relu, float* y) {
-  avx512::winograd4x4OutputTransform(m, ldm, plane, n, filters, winograd4::dims(g), bias, relu, y);
-}
-void gradOutputTransform512(const float* dy, const float* relu_out, int64_t n, int64_t filters, const Window2d& g,
-                            float* z, int64_t ldz, int64_t plane) {
-  avx512::winograd4x4GradOutputTransform(dy, relu_out, n, filters, winograd4::dims(g), z, ldz, plane);
-}
-void gradInputTransform512(const float* dv, int64_t ldv, int64_t plane, int64_t n, const Window2d& g, float* dx) {
-  avx512::winograd4x4GradInputTransform(dv, ldv, plane, n, g.channels, winograd4::dims(g), dx);
-}
-
-}  // namespace
-
 const WinogradVariant& winograd4x4AtLevel(cpu::Level level) {
   // A's row 1 is all ones, so A g A^T's element (1, 1) is the tile's sum.
   static const WinogradVariant avx2{4,
@@ -126,16 +106,10 @@ const WinogradVariant& winograd4x4AtLevel(cpu::Level level) {
                                     winograd4x4OutputTransform,
                                     winograd4x4GradOutputTransform,
                                     winograd4x4GradInputTransform};
-  static const WinogradVariant wide{4,
-                                    36,
-                                    7,
-                                    winograd4x4Tiles,
-                                    winograd4x4FilterTransform,
-                                    winograd4x4FilterGradTransform,
-                                    inputTransform512,
-                                    outputTransform512,
-                                    gradOutputTransform512,
-                                    gradInputTransform512};
+  static const WinogradVariant wide =
+      withGeometryTransforms<winograd4::Dims, winograd4::dims, avx512::winograd4x4InputTransform,
+                             avx512::winograd4x4OutputTransform, avx512::winograd4x4GradOutputTransform,
+                             avx512::winograd4x4GradInputTransform>(avx2);
   return level >= cpu::Level::Avx512 ? wide : avx2;
 }
 

@@ -7,24 +7,7 @@
 // AVX-512 file may include no header that defines functions (see
 // cpu_kernels_avx512.h). Internal to core/backend/cpu.
 #pragma once
-#include <cstdint>
-
-#include "core/backend/ops.h"
-
 namespace dtrain::ops::winograd4 {
-
-// One phase of a split row: entries [0, tilesW + 1) rounded up to vectors,
-// plus a vector of slack for the j+1 loads.
-constexpr int64_t kPhaseFloats = kWinogradMaxPaddedWidth / 4 + 16;
-// A split row: four phases.
-constexpr int64_t kSplitFloats = 4 * kPhaseFloats;
-
-// One call's geometry: input and output extents, padding, tiles per column,
-// per row and per sample.
-struct Dims {
-  int64_t h, w, ho, wo, p, q, th, tw, t;
-  int64_t used;  // phase entries any kernel touches (a multiple of 8)
-};
 
 // B^T d for six values (the input transform, along either axis).
 template <class V>

@@ -9,68 +9,17 @@
 // floats per 8 tiles), so the transforms load them as single vectors.
 #include "core/backend/cpu/avx512_intrinsics.h"
 #include "core/backend/cpu/cpu_kernels_avx512.h"
+#include "core/backend/cpu/plane_pairs_avx512.h"
 #include "core/backend/cpu/winograd4x4_algebra.h"
+#include "core/backend/cpu/winograd_dims.h"
 
 namespace dtrain::ops::avx512 {
 
 namespace {
 
+using namespace pairs;
 using winograd4::Dims;
 using winograd4::kPhaseFloats;
-
-// Two planes' 8 lanes each.
-struct V16 {
-  __m512 v;
-};
-inline V16 operator+(V16 a, V16 b) { return {_mm512_add_ps(a.v, b.v)}; }
-inline V16 operator-(V16 a, V16 b) { return {_mm512_sub_ps(a.v, b.v)}; }
-inline V16 operator*(V16 a, V16 b) { return {_mm512_mul_ps(a.v, b.v)}; }
-inline V16 operator-(V16 a) { return {_mm512_sub_ps(_mm512_setzero_ps(), a.v)}; }
-inline V16 times(float s, V16 a) { return {_mm512_mul_ps(_mm512_set1_ps(s), a.v)}; }
-inline V16 zero() { return {_mm512_setzero_ps()}; }
-inline V16 max0(V16 a) { return {_mm512_max_ps(_mm512_setzero_ps(), a.v)}; }
-// b where mask > 0, else 0 (the relu backward mask).
-inline V16 wherePositive(V16 mask, V16 b) {
-  return {_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(mask.v, _mm512_setzero_ps(), _CMP_GT_OQ), b.v)};
-}
-
-// vec8.h's shuffles, applied to each half: vpermt2ps picks any lane of two
-// vectors (indices 16 and up name the second).
-inline V16 pick(V16 a, V16 b, __m512i index) { return {_mm512_permutex2var_ps(a.v, index, b.v)}; }
-// Lane j takes x[j + 1]; lane 7 takes next[0].
-inline V16 shiftDown(V16 x, V16 next) {
-  return pick(x, next, _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 16, 9, 10, 11, 12, 13, 14, 15, 24));
-}
-// Lane j takes x[j - 1]; lane 0 takes prev[7].
-inline V16 shiftUp(V16 x, V16 prev) {
-  return pick(x, prev, _mm512_setr_epi32(23, 0, 1, 2, 3, 4, 5, 6, 31, 8, 9, 10, 11, 12, 13, 14));
-}
-// (a0 b0 a1 b1 a2 b2 a3 b3), (a4 b4 ... a7 b7).
-inline void interleave(V16 a, V16 b, V16& lo, V16& hi) {
-  lo = pick(a, b, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27));
-  hi = pick(a, b, _mm512_setr_epi32(4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31));
-}
-// The inverse: lanes of (lo, hi) at even positions -> even, odd -> odd.
-inline void deinterleave(V16 lo, V16 hi, V16& even, V16& odd) {
-  even = pick(lo, hi, _mm512_setr_epi32(0, 2, 4, 6, 16, 18, 20, 22, 8, 10, 12, 14, 24, 26, 28, 30));
-  odd = pick(lo, hi, _mm512_setr_epi32(1, 3, 5, 7, 17, 19, 21, 23, 9, 11, 13, 15, 25, 27, 29, 31));
-}
-
-// Lanes [0, n) of a half, n clamped to [0, 8].
-inline __mmask8 lanes(int64_t n) { return n >= 8 ? __mmask8(0xff) : n <= 0 ? __mmask8(0) : __mmask8((1u << n) - 1u); }
-
-// Half a from plane a's p, half b from plane b's; masked-off lanes read as zero
-// and are not touched, so partial vectors at a buffer's end are safe.
-inline V16 loadHalves(const float* a, const float* b, __mmask8 m) {
-  return {_mm512_insertf32x8(_mm512_castps256_ps512(_mm256_maskz_loadu_ps(m, a)), _mm256_maskz_loadu_ps(m, b), 1)};
-}
-// b null: the second plane does not exist (an odd plane count's last vector).
-inline void storeHalves(float* a, float* b, V16 v, __mmask8 m) {
-  _mm256_mask_storeu_ps(a, m, _mm512_castps512_ps256(v.v));
-  if (b) _mm256_mask_storeu_ps(b, m, _mm512_extractf32x8_ps(v.v, 1));
-}
-inline V16 load(const float* p) { return {_mm512_load_ps(p)}; }
-inline void store(float* p, V16 v) { _mm512_store_ps(p, v.v); }
 
 // A split row of a plane pair: four phases of kPair floats, entry j of both
 // planes in the 16-float block j / 8.
@@ -78,24 +27,6 @@ constexpr int64_t kPair = 2 * kPhaseFloats;
 constexpr int64_t kPairSplit = 4 * kPair;
 // Rings of eight split rows (padded row y in slot y % 8).
 constexpr int64_t kRing = 8 * kPairSplit;
-
-void zeroFloats(float* p, int64_t count) {
-  for (int64_t i = 0; i < count; i += 16) store(p + i, zero());
-}
-
-// The planes a call covers two at a time: plane P of [rows][cols] (sample
-// P / cols, channel or filter P % cols) starts its transformed row at
-// base + (P % cols) * ld + (P / cols) * t.
-struct PlanePair {
-  int64_t first;
-  bool two;
-};
-inline const float* rowOf(const float* base, int64_t plane, int64_t cols, int64_t ld, int64_t t) {
-  return base + (plane % cols) * ld + (plane / cols) * t;
-}
-inline float* rowOf(float* base, int64_t plane, int64_t cols, int64_t ld, int64_t t) {
-  return base + (plane % cols) * ld + (plane / cols) * t;
-}
 
 // Splits padded row y of both planes (ra, rb: their input rows, null for a
 // padding row) into phases, the padding q applied by lane shifts as in
@@ -169,8 +100,8 @@ void emitRows(const float* split, const Dims& d, float* dxa, float* dxb) {
 
 }  // namespace
 
-void winograd4x4InputTransform(const float* x, int64_t n, int64_t channels, const Dims& d, float* v, int64_t ldv,
-                               int64_t plane) {
+void winograd4x4InputTransform(const float* x, int64_t n, int64_t channels, const Dims& d, float* v,
+                               int64_t ldv, int64_t plane) {
   alignas(64) float split[kRing];
   zeroFloats(split, kRing);
   const int64_t planes = n * channels, area = d.h * d.w;
@@ -223,8 +154,7 @@ void winograd4x4OutputTransform(const float* m, int64_t ldm, int64_t plane, int6
     const float* src_b = rowOf(m, pb, filters, ldm, d.t);
     float* y_a = y + pa * area;
     float* y_b = two ? y_a + area : nullptr;
-    const float bias_a = bias ? bias[pa % filters] : 0.0f, bias_b = bias ? bias[pb % filters] : 0.0f;
-    const V16 bv{_mm512_insertf32x8(_mm512_set1_ps(bias_a), _mm256_set1_ps(bias_b), 1)};
+    const V16 bv = bias ? halves(bias[pa % filters], bias[pb % filters]) : zero();
     for (int64_t ti = 0; ti < d.th; ++ti) {
       const int64_t rows = d.ho - 4 * ti < 4 ? d.ho - 4 * ti : 4;
       for (int64_t jc = 0; jc < d.tw; jc += 8) {
@@ -283,7 +213,8 @@ void winograd4x4GradOutputTransform(const float* dy, const float* relu_out, int6
               const int64_t ak = at + 8 * k;
               const __mmask8 mk = lanes(left - 8 * k);
               raw[k] = loadHalves(dy + off_a + ak, dy + off_b + ak, mk);
-              if (relu_out) raw[k] = wherePositive(loadHalves(relu_out + off_a + ak, relu_out + off_b + ak, mk), raw[k]);
+              if (relu_out)
+                raw[k] = wherePositive(loadHalves(relu_out + off_a + ak, relu_out + off_b + ak, mk), raw[k]);
             }
             winograd4::splitPhases(raw[0], raw[1], raw[2], raw[3], gv);
           }

@@ -16,6 +16,7 @@
 
 #include "core/backend/cpu/vec8.h"
 #include "core/backend/cpu/winograd4x4_algebra.h"
+#include "core/backend/cpu/winograd_dims.h"
 #include "core/backend/ops.h"
 
 namespace dtrain::ops {

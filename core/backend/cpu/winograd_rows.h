@@ -13,20 +13,12 @@
 #include <cstdint>
 
 #include "core/backend/cpu/vec8.h"
+#include "core/backend/cpu/winograd_dims.h"
 #include "core/backend/ops.h"
 
 namespace dtrain::ops::winograd {
 
 using simd::V8;
-
-// A split row: entries [0, tilesW + 1) rounded up to vectors, plus two vectors
-// of slack (the k+1 loads and the carry of the gradient accumulation).
-constexpr int64_t kRowFloats = kWinogradMaxPaddedWidth / 2 + 32;
-
-struct Dims {
-  int64_t h, w, ho, wo, p, q, th, tw, t;
-  int64_t used;  // split-row entries any kernel touches
-};
 
 inline Dims dims(const Window2d& g) {
   const WinogradTiles tiles = winogradTiles(g);
