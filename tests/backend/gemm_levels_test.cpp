@@ -143,5 +143,52 @@ TEST_CASE("gemmUnpacked: every level within the fp32 bound, with bias and relu, 
       }
 }
 
+TEST_CASE(
+    "weightGradRows: every level within the fp32 bound, with the relu mask and bias, planes of every tail") {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  // Planes short of, at and past the 8- and 16-lane steps; 9 taps (one pass
+  // of 10 rows of col), 3 and 23 (three passes, the last short).
+  const int64_t shapes[][3] = {{2, 1, 1}, {3, 7, 9}, {4, 16, 3}, {5, 33, 23}, {6, 784, 9}};
+  for (const auto& s : shapes)
+    for (bool relu : {false, true}) {
+      const int64_t m = s[0], p = s[1], n = s[2];
+      std::vector<float> g(m * p), mask(m * p), col(n * p), dw0(m * n), db0(m);
+      for (float& x : g) x = u(rng);
+      for (float& x : mask) x = u(rng);
+      for (float& x : col) x = u(rng);
+      for (float& x : dw0) x = u(rng);
+      for (float& x : db0) x = u(rng);
+      for (Level level : levelsHere()) {
+        std::vector<float> dw = dw0, db = db0;
+        ops::weightGradRowsAtLevel(level, g.data(), relu ? mask.data() : nullptr, m, p, col.data(), n,
+                                   dw.data(), db.data());
+        int bad = 0;
+        for (int64_t i = 0; i < m; ++i) {
+          auto term = [&](int64_t t) { return relu && !(mask[i * p + t] > 0) ? 0.0 : double(g[i * p + t]); };
+          // Accumulated in vector lanes, the lanes added, then the prior value: p + 1 roundings at most.
+          for (int64_t j = 0; j < n; ++j) {
+            double exact = dw0[i * n + j], magnitude = std::fabs(dw0[i * n + j]);
+            for (int64_t t = 0; t < p; ++t) {
+              exact += term(t) * col[j * p + t];
+              magnitude += std::fabs(term(t) * col[j * p + t]);
+            }
+            if (std::fabs(dw[i * n + j] - exact) > gamma(p + 1) * magnitude && ++bad <= 3)
+              FAIL_CHECK(cpu::levelName(level), " p", p, " dw[", i, ",", j, "] = ", dw[i * n + j], ", exact ",
+                         exact);
+          }
+          double exact = db0[i], magnitude = std::fabs(db0[i]);
+          for (int64_t t = 0; t < p; ++t) {
+            exact += term(t);
+            magnitude += std::fabs(term(t));
+          }
+          if (std::fabs(db[i] - exact) > gamma(p + 1) * magnitude && ++bad <= 3)
+            FAIL_CHECK(cpu::levelName(level), " p", p, " dbias[", i, "] = ", db[i], ", exact ", exact);
+        }
+        CHECK(bad == 0);
+      }
+    }
+}
+
 }  // namespace
 }  // namespace dtrain

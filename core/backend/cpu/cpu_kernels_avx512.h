@@ -15,6 +15,10 @@ namespace dtrain::ops::avx512 {
 void gemmUnpacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                   int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool relu);
 
+// ops::weightGradRows's contract.
+void weightGradRows(const float* dy, const float* relu_out, int64_t m, int64_t p, const float* col, int64_t n,
+                    float* dw, float* dbias);
+
 // pool_2x2.h's contracts: 2x2 stride-2 max pooling of `planes` h x w planes.
 void maxPool2x2Forward(const float* x, int64_t planes, int64_t h, int64_t w, float* y, int32_t* argmax);
 void maxPool2x2Backward(const float* dy, const int32_t* argmax, int64_t planes, int64_t h, int64_t w,

@@ -15,7 +15,11 @@ void gemmAtLevel(cpu::Level level, bool trans_a, bool trans_b, int64_t m, int64_
 
 // ops::gemmUnpacked's contract, computed by `level`'s kernels.
 void gemmUnpackedAtLevel(cpu::Level level, bool trans_a, int64_t m, int64_t n, int64_t k, const float* a,
-                         int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const float* row_bias,
-                         bool relu);
+                         int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                         const float* row_bias, bool relu);
+
+// ops::weightGradRows's contract, computed by `level`'s kernels.
+void weightGradRowsAtLevel(cpu::Level level, const float* dy, const float* relu_out, int64_t m, int64_t p,
+                           const float* col, int64_t n, float* dw, float* dbias);
 
 }  // namespace dtrain::ops

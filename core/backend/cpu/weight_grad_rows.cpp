@@ -4,6 +4,8 @@
 // shape; here each row of dw keeps its dot products in vector accumulators
 // over the plane, with the fused relu's mask and the bias sums applied on the
 // fly instead of in separate passes over dy.
+#include "core/backend/cpu/cpu_kernels_avx512.h"
+#include "core/backend/cpu/gemm_levels.h"
 #include "core/backend/ops.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -80,10 +82,8 @@ using RowPartFn = void (*)(const float*, const float*, int64_t, const float*, fl
 constexpr RowPartFn kRowParts[] = {rowPart<1>, rowPart<2>, rowPart<3>, rowPart<4>, rowPart<5>,
                                    rowPart<6>, rowPart<7>, rowPart<8>, rowPart<9>, rowPart<10>};
 
-}  // namespace
-
-void weightGradRows(const float* dy, const float* relu_out, int64_t m, int64_t p, const float* col, int64_t n,
-                    float* dw, float* dbias) {
+void weightGradRows256(const float* dy, const float* relu_out, int64_t m, int64_t p, const float* col,
+                       int64_t n, float* dw, float* dbias) {
   // One row of g at a time against up to 10 rows of col: the row is loaded and
   // masked once per 10 dot products (a 3x3 kernel's 9 fit in one pass), with
   // 11 accumulators in registers.
@@ -97,10 +97,14 @@ void weightGradRows(const float* dy, const float* relu_out, int64_t m, int64_t p
   }
 }
 
+}  // namespace
+
 #else
 
-void weightGradRows(const float* dy, const float* relu_out, int64_t m, int64_t p, const float* col, int64_t n,
-                    float* dw, float* dbias) {
+namespace {
+
+void weightGradRows256(const float* dy, const float* relu_out, int64_t m, int64_t p, const float* col,
+                       int64_t n, float* dw, float* dbias) {
   for (int64_t i = 0; i < m; ++i) {
     const float* g = dy + i * p;
     const float* y = relu_out ? relu_out + i * p : nullptr;
@@ -117,6 +121,22 @@ void weightGradRows(const float* dy, const float* relu_out, int64_t m, int64_t p
   }
 }
 
+}  // namespace
+
 #endif
+
+void weightGradRowsAtLevel(cpu::Level level, const float* dy, const float* relu_out, int64_t m, int64_t p,
+                           const float* col, int64_t n, float* dw, float* dbias) {
+  if (level >= cpu::Level::Avx512)
+    avx512::weightGradRows(dy, relu_out, m, p, col, n, dw, dbias);
+  else
+    weightGradRows256(dy, relu_out, m, p, col, n, dw, dbias);
+}
+
+void weightGradRows(const float* dy, const float* relu_out, int64_t m, int64_t p, const float* col, int64_t n,
+                    float* dw, float* dbias) {
+  static const cpu::Level level = cpu::activeLevel();
+  weightGradRowsAtLevel(level, dy, relu_out, m, p, col, n, dw, dbias);
+}
 
 }  // namespace dtrain::ops
