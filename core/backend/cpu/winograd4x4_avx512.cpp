@@ -40,10 +40,14 @@ void splitRows(const float* ra, const float* rb, const Dims& d, float* split) {
   for (int64_t j = 0; j < d.used; j += 8) {
     const int64_t at = 4 * j, left = d.w - at;
     V16 in[4], p[4];
-    winograd4::splitPhases(loadHalves(ra + at, rb + at, lanes(left)),
-                           loadHalves(ra + at + 8, rb + at + 8, lanes(left - 8)),
-                           loadHalves(ra + at + 16, rb + at + 16, lanes(left - 16)),
-                           loadHalves(ra + at + 24, rb + at + 24, lanes(left - 24)), in);
+    if (left > 0) {
+      winograd4::splitPhases(loadHalves(ra + at, rb + at, lanes(left)),
+                             loadHalves(ra + at + 8, rb + at + 8, lanes(left - 8)),
+                             loadHalves(ra + at + 16, rb + at + 16, lanes(left - 16)),
+                             loadHalves(ra + at + 24, rb + at + 24, lanes(left - 24)), in);
+    } else {  // past the row (the last tiles' right neighbours): only the padding shifts left to do
+      for (V16& e : in) e = zero();
+    }
     if (d.q == 0) {
       for (int k = 0; k < 4; ++k) p[k] = in[k];
     } else if (d.q == 1) {

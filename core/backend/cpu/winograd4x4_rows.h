@@ -64,8 +64,12 @@ inline void splitRow(const float* row, const Dims& d, float* split) {
   for (int64_t j = 0; j < d.used; j += 8) {
     const int64_t at = 4 * j, left = d.w - at;  // input column of lane 0, phase 0
     V8 in[4], p[4];                             // in[k] lane l: input column 4(j + l) + k
-    splitPhases(simd::loadN(row + at, left), simd::loadN(row + at + 8, left - 8),
-                simd::loadN(row + at + 16, left - 16), simd::loadN(row + at + 24, left - 24), in);
+    if (left > 0) {
+      splitPhases(simd::loadN(row + at, left), simd::loadN(row + at + 8, left - 8),
+                  simd::loadN(row + at + 16, left - 16), simd::loadN(row + at + 24, left - 24), in);
+    } else {  // past the row (the last tiles' right neighbours): only the padding shifts left to do
+      for (V8& e : in) e = simd::zero();
+    }
     if (d.q == 0) {
       for (int k = 0; k < 4; ++k) p[k] = in[k];
     } else if (d.q == 1) {  // padded column 4j is input 4j - 1
