@@ -41,7 +41,7 @@ MODELS = {
     "mlp": (300, 1.5, 1.4),
     "cnn": (120, 1.5, 1.4),
     "resnet20": (20, 1.3, 1.3),
-    "mobilenet_v2": (8, 1.3, None),
+    "mobilenet_v2": (16, 1.3, None),
 }
 WARMUP = 3
 SIDES = {"avx2": ("avx2", "fp32"), "avx512": ("", "fp32"), "bf16": ("", "bf16")}
