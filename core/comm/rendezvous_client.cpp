@@ -185,6 +185,10 @@ void RendezvousClient::abort(const std::string& reason) {
     wire::Abort m;
     m.generation = generation;
     m.reason = reason;
+    // Heartbeats stop first, as for a leave: one answered after the
+    // coordinator took the abort comes back refused, which this channel
+    // would take for the coordinator's own abort of this worker.
+    channel_.stopHeartbeats();
     try {
       // Waits for the acknowledgement so the message is out before this process goes.
       quickCall(m, "an abort");
