@@ -1,8 +1,9 @@
 // Winograd F(4x4,3x3)'s functions, which callers reach through
 // ops::winograd4x4() (ops.h: the same contracts as F(2x2,3x3)'s), and what
 // their transform kernels (winograd4x4_forward.cpp, winograd4x4_backward.cpp)
-// share: tile geometry, the 1-D transforms, and padded rows split into four
-// phases. Internal to core/backend/cpu.
+// share: tile geometry, padded rows split into four phases, and the 1-D
+// transforms (winograd4x4_algebra.h, written once for these 8-lane kernels and
+// the 512-bit ones of winograd4x4_avx512.cpp). Internal to core/backend/cpu.
 //
 // Vectorisation runs across the tiles of one tile row (8 tiles per vector),
 // as in F(2x2,3x3) (winograd_rows.h). A padded row is split into four phases,
