@@ -1,9 +1,9 @@
 // The 2x2, stride-2, unpadded max pooling that image networks use after most
 // convolutions, vectorised (AVX2, and AVX-512 in pool_2x2_avx512.cpp) and
-// fused into single passes: forward
-// writes the maximum and its index; backward writes every input element once
-// (the gradient at the argmax, zero elsewhere) instead of zeroing and
-// scattering. Internal to core/backend/cpu; pool.cpp dispatches to it.
+// fused into single passes: forward writes the maximum and its index;
+// backward writes every input element once (the gradient at the argmax, zero
+// elsewhere) instead of zeroing and scattering. Internal to core/backend/cpu;
+// pool.cpp dispatches to it.
 #pragma once
 #include <cstdint>
 
