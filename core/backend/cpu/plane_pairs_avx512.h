@@ -73,6 +73,12 @@ inline void store(float* p, V16 v) { _mm512_store_ps(p, v.v); }
 inline void zeroFloats(float* p, int64_t count) {
   for (int64_t i = 0; i < count; i += 16) store(p + i, zero());
 }
+// Zeroes the first `count` floats of `parts` runs `stride` floats apart: the
+// entries of split rows that any kernel of the call reads or adds to (the
+// rest of each row's buffer is never touched, so it is not cleared).
+inline void zeroParts(float* p, int64_t parts, int64_t stride, int64_t count) {
+  for (int64_t i = 0; i < parts; ++i) zeroFloats(p + i * stride, count);
+}
 
 // Plane P of a call's [samples][cols] planes (sample P / cols, channel or
 // filter P % cols) has its transformed row at base + (P % cols) * ld + (P / cols) * t.

@@ -75,8 +75,8 @@ void emitRows(const float* ev, const float* od, int64_t w, int64_t q, float* dxa
 void winograd2x2InputTransform(const float* x, int64_t n, int64_t channels, const Dims& d, float* v,
                                int64_t ldv, int64_t plane) {
   alignas(64) float ev[kRing], od[kRing];
-  zeroFloats(ev, kRing);
-  zeroFloats(od, kRing);
+  zeroParts(ev, 4, kPairRow, 2 * d.used);
+  zeroParts(od, 4, kPairRow, 2 * d.used);
   const int64_t planes = n * channels, area = d.h * d.w;
   for (int64_t pa = 0; pa < planes; pa += 2) {
     const bool two = pa + 1 < planes;
@@ -223,8 +223,8 @@ void winograd2x2GradInputTransform(const float* dv, int64_t ldv, int64_t plane, 
   // Padded-row accumulators (even and odd columns): tile row ti adds to rows
   // 2ti..2ti+3; after it, rows 2ti and 2ti+1 are complete and are written out.
   alignas(64) float e[kRing], o[kRing];
-  zeroFloats(e, kRing);
-  zeroFloats(o, kRing);
+  zeroParts(e, 4, kPairRow, 2 * d.used);
+  zeroParts(o, 4, kPairRow, 2 * d.used);
   const int64_t planes = n * channels, area = d.h * d.w;
   for (int64_t pa = 0; pa < planes; pa += 2) {
     const bool two = pa + 1 < planes;

@@ -33,7 +33,7 @@ constexpr int64_t kRing = 8 * kPairSplit;
 // winograd4x4_rows.h's splitRow.
 void splitRows(const float* ra, const float* rb, const Dims& d, float* split) {
   if (!ra) {
-    for (int k = 0; k < 4; ++k) zeroFloats(split + k * kPair, 2 * d.used + 16);
+    zeroParts(split, 4, kPair, 2 * d.used + 16);
     return;
   }
   V16 prev[4] = {zero(), zero(), zero(), zero()};
@@ -107,7 +107,7 @@ void emitRows(const float* split, const Dims& d, float* dxa, float* dxb) {
 void winograd4x4InputTransform(const float* x, int64_t n, int64_t channels, const Dims& d, float* v,
                                int64_t ldv, int64_t plane) {
   alignas(64) float split[kRing];
-  zeroFloats(split, kRing);
+  zeroParts(split, 8 * 4, kPair, 2 * d.used + 16);  // 8 rows of 4 phases
   const int64_t planes = n * channels, area = d.h * d.w;
   for (int64_t pa = 0; pa < planes; pa += 2) {
     const bool two = pa + 1 < planes;
@@ -244,7 +244,7 @@ void winograd4x4GradInputTransform(const float* dv, int64_t ldv, int64_t plane, 
   // Split padded-row accumulators: tile row ti adds to rows 4ti..4ti+5;
   // after it, rows 4ti..4ti+3 are complete and are written out.
   alignas(64) float acc[kRing];
-  zeroFloats(acc, kRing);
+  zeroParts(acc, 8 * 4, kPair, 2 * d.used + 16);
   const int64_t planes = n * channels, area = d.h * d.w;
   for (int64_t pa = 0; pa < planes; pa += 2) {
     const bool two = pa + 1 < planes;
@@ -256,7 +256,7 @@ void winograd4x4GradInputTransform(const float* dv, int64_t ldv, int64_t plane, 
       const int64_t iy = y - d.p;
       float* split = acc + (y % 8) * kPairSplit;
       if (iy >= 0 && iy < d.h) emitRows(split, d, dx_a + iy * d.w, dx_b ? dx_b + iy * d.w : nullptr);
-      for (int k = 0; k < 4; ++k) zeroFloats(split + k * kPair, 2 * d.used);
+      zeroParts(split, 4, kPair, 2 * d.used);
     };
     for (int64_t ti = 0; ti < d.th; ++ti) {
       // Tile j adds its columns 4 and 5 to P0[j+1] and P1[j+1]: those vectors
