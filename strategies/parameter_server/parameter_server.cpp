@@ -109,6 +109,8 @@ std::string ParameterServerStrategy::describeRun() const {
   if (consistency_ == "bounded")
     updates = "updates at most " + std::to_string(local_->parts().job->strategy.staleness) +
               " ahead of the slowest worker";
+  if (shards_ && shards_->sharedShards() > 0)
+    updates += ", " + std::to_string(shards_->sharedShards()) + " shard(s) reached through shared memory";
   return " per worker, " + std::to_string(worldSize()) + " workers, parameters on " +
          std::to_string(endpoints_.size()) + " shard(s), " + updates;
 }
@@ -214,7 +216,8 @@ StepFigures ParameterServerStrategy::stepTogether(const StepInput& in, int64_t b
   out.agreed = true;
   out.stop = all.stop;
   out.extra = measuredFigures();
-  settleLossScale(parts, in, all.overflows == 0, out);  // the shards skipped an update any slice overflowed in
+  settleLossScale(parts, in, all.overflows == 0,
+                  out);  // the shards skipped an update any slice overflowed in
   return out;
 }
 

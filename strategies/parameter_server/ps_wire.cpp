@@ -16,7 +16,7 @@ namespace dtrain::ps {
 namespace {
 
 constexpr uint32_t kMagic = 0x31535044;  // "DPS1"
-constexpr uint16_t kVersion = 5;
+constexpr uint16_t kVersion = 6;
 
 // The header as it travels: fixed layout, little-endian hosts only (x86-64
 // and aarch64 Linux, what dtrain builds for).
@@ -24,7 +24,7 @@ struct WireHeader {
   uint32_t magic;
   uint16_t version;
   uint8_t kind;
-  uint8_t unused;
+  uint8_t shared;
   int32_t worker;
   int32_t shard;
   int64_t update;
@@ -43,11 +43,13 @@ struct WireHeader {
   double correct;
   double samples;
   int32_t overflows;
+  int32_t region_fd;
+  int32_t region_pid;
   int32_t unused_tail;
 };
-static_assert(sizeof(WireHeader) == 128, "the wire header has a fixed size");
+static_assert(sizeof(WireHeader) == 136, "the wire header has a fixed size");
 
-bool knownKind(uint8_t k) { return k >= 1 && k <= 10; }
+bool knownKind(uint8_t k) { return k >= 1 && k <= 11; }
 
 WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   WireHeader w{};
@@ -72,6 +74,9 @@ WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   w.correct = h.figures.correct;
   w.samples = h.figures.samples;
   w.overflows = h.figures.overflows;
+  w.shared = h.shared ? 1 : 0;
+  w.region_pid = h.region_pid;
+  w.region_fd = h.region_fd;
   return w;
 }
 
@@ -99,6 +104,8 @@ const char* kindName(Kind kind) {
       return "push part";
     case Kind::Figures:
       return "figures";
+    case Kind::Attach:
+      return "attach";
   }
   return "?";
 }
@@ -145,6 +152,9 @@ Header headerOf(const WireHeader& w) {
   h.live = w.live;
   h.offset = w.offset;
   h.figures = SliceFigures{w.loss_sum, w.correct, w.samples, w.stop, w.overflows};
+  h.shared = w.shared != 0;
+  h.region_pid = w.region_pid;
+  h.region_fd = w.region_fd;
   return h;
 }
 

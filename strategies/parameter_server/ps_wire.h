@@ -28,7 +28,12 @@ enum class Kind : uint8_t {
   PushPart = 9,
   // worker -> shard (sync): the figures of the worker's slice of update
   // `update`, once its parts are sent (a whole Push carries them itself)
-  Figures = 10
+  Figures = 10,
+  // worker -> shard on the same host: memory the worker shares with the
+  // shard (shard_memory.h), its descriptor `region_fd` in process
+  // `region_pid`, `offset` floats each way; answered with Ack, or Failure
+  // when the shard cannot use it (the worker then sends frames)
+  Attach = 11
 };
 
 // A sync push's figures of the samples it covers; a sync answer's, summed
@@ -75,6 +80,11 @@ struct Header {
   int32_t live = 0;        // Params: the workers not lost
   int64_t offset = 0;      // PushPart: where its floats go in the shard's slice
   SliceFigures figures{};  // sync Push, Figures, Params (see SliceFigures)
+  // Push, Params: the floats are in the memory the worker shares with the
+  // shard (Attach), not in a payload frame.
+  bool shared = false;
+  int32_t region_pid = 0;  // Attach
+  int32_t region_fd = -1;  // Attach
 };
 
 // A payload frame as it arrived: its floats are read in place, not copied

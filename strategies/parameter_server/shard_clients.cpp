@@ -1,5 +1,7 @@
 #include "strategies/parameter_server/shard_clients.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -28,6 +30,7 @@ ShardClients::ShardClients(const std::vector<std::string>& endpoints, const Shar
     own_copy_.emplace_back();
     last_step_.emplace_back();
     scratch_.emplace_back(static_cast<size_t>(placement.shard_floats[static_cast<size_t>(s)]));
+    memory_.emplace_back();
     sockets_.emplace_back(context_, zmq::socket_type::dealer);
     sockets_.back().set(zmq::sockopt::linger, 0);
     try {
@@ -37,10 +40,41 @@ ShardClients::ShardClients(const std::vector<std::string>& endpoints, const Shar
                       endpoints[static_cast<size_t>(s)] +
                       "' (from the rendezvous) cannot be reached: " + e.what());
     }
+    if (endpoints[static_cast<size_t>(s)].rfind("ipc://", 0) == 0) attachMemory(s);
   }
 }
 
 ShardClients::~ShardClients() = default;
+
+void ShardClients::attachMemory(int shard) {
+  const auto s = static_cast<size_t>(shard);
+  std::unique_ptr<ShardMemory> memory;
+  try {
+    memory = ShardMemory::create(placement_.shard_floats[s]);
+  } catch (const Error&) {
+    return;  // the system gives none: frames do
+  }
+  ps::Header h = header(ps::Kind::Attach, shard, 0);
+  h.offset = memory->floats();
+  h.region_pid = static_cast<int32_t>(::getpid());
+  h.region_fd = memory->fd();
+  ps::send(sockets_[s], h, {});
+  // Refused (the shard cannot open it: another process namespace, say): frames do.
+  ps::Message m;
+  try {
+    m = await(shard, ps::Kind::Ack, "this worker's shared memory");
+  } catch (const CommError& e) {
+    if (std::string(e.what()).find(" refused ") == std::string::npos) throw;
+    return;
+  }
+  memory_[s] = std::move(memory);
+}
+
+int ShardClients::sharedShards() const {
+  int n = 0;
+  for (const auto& m : memory_) n += m ? 1 : 0;
+  return n;
+}
 
 ps::Header ShardClients::header(ps::Kind kind, int shard, int64_t update, double lr) const {
   ps::Header h{kind, worker_, shard, update, lr, generation_, 0};
@@ -57,15 +91,16 @@ ps::Header ShardClients::pushHeader(int shard, int64_t update, double lr, int64_
   return h;
 }
 
-const float* ShardClients::slice(int shard, const float* flat) {
+const float* ShardClients::slice(int shard, const float* flat, float* into) {
   const std::vector<PlacedRange>& ranges = ranges_[static_cast<size_t>(shard)];
-  if (ranges.size() == 1) return flat + ranges[0].begin;  // contiguous: sent from where it is
-  float* out = scratch_[static_cast<size_t>(shard)].data();
-  for (const PlacedRange& r : ranges_[static_cast<size_t>(shard)]) {
+  if (!into && ranges.size() == 1) return flat + ranges[0].begin;  // contiguous: sent from where it is
+  float* const start = into ? into : scratch_[static_cast<size_t>(shard)].data();
+  float* out = start;
+  for (const PlacedRange& r : ranges) {
     std::memcpy(out, flat + r.begin, static_cast<size_t>(r.end - r.begin) * sizeof(float));
     out += r.end - r.begin;
   }
-  return scratch_[static_cast<size_t>(shard)].data();
+  return start;
 }
 
 void ShardClients::unslice(int shard, const float* from, float* flat) const {
@@ -146,6 +181,16 @@ void ShardClients::push(int64_t update, double lr, const float* grads, int64_t b
   }
   for (int s = 0; s < shards(); ++s) {
     const auto n = placement_.shard_floats[static_cast<size_t>(s)];
+    ShardMemory* memory = memory_[static_cast<size_t>(s)].get();
+    if (own && memory) {
+      // The shard reads it from the shared memory, which holds it (for a
+      // repeat, sent as frames) until the answer comes.
+      pushed_[static_cast<size_t>(s)] = slice(s, grads, memory->grads());
+      ps::Header h = pushHeader(s, update, lr, batch, of_worker, figures);
+      h.shared = true;
+      ps::send(sockets_[static_cast<size_t>(s)], h, {});
+      continue;
+    }
     const float* data = slice(s, grads);
     if (own) {
       pushed_[static_cast<size_t>(s)] = data;  // kept for a repeat while `grads` stays
@@ -213,7 +258,7 @@ void ShardClients::pull(int64_t update, double lr, float* params,
   answered_figures_ = answers[0].header.figures;  // every shard sums the same
   for (int s = 0; s < shards(); ++s) {
     const ps::Message& m = answers[static_cast<size_t>(s)];
-    unslice(s, m.payload[0].data(), params);
+    unslice(s, m.header.shared ? memory_[static_cast<size_t>(s)]->params() : m.payload[0].data(), params);
     versions_[static_cast<size_t>(s)] = m.header.version;
     max_staleness_ = std::max(max_staleness_, m.header.staleness);
     // A shard that has seen a worker lost says so first.
@@ -242,7 +287,10 @@ ps::Message ShardClients::awaitParams(int shard, int64_t update, double lr, cons
     std::optional<ps::Message> m = tryAwait(shard, ps::Kind::Params, what, wait_ms);
     if (m) {
       if (m->header.update < update) continue;  // the answer to an earlier repeat
-      if (m->payload.size() != 1 || m->header.update != update)
+      if (m->header.shared && (!memory_[static_cast<size_t>(shard)] || !m->payload.empty()))
+        throw CommError("parameter-server shard " + std::to_string(shard) + " answered " + what +
+                        " through shared memory this worker did not give it");
+      if (m->payload.size() != (m->header.shared ? 0u : 1u) || m->header.update != update)
         throw CommError("parameter-server shard " + std::to_string(shard) + " answered " + what +
                         " with the parameters of update " + std::to_string(m->header.update));
       return std::move(*m);

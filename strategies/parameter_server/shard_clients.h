@@ -6,11 +6,16 @@
 // Every wait has a deadline ([cluster] collective_timeout_s); a shard that
 // misses it, or answers with a failure, is named in a CommError. A push
 // whose answer does not come is sent again (the shard applies it once).
+// A shard on this worker's host (an ipc:// endpoint) is handed memory the
+// two share (shard_memory.h): this worker's own whole pushes and their
+// answers pass through it; repeats, parts and pushes in a lost worker's
+// place still go as frames.
 //
 // Not thread-safe: the trainer's thread.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +23,7 @@
 
 #include "strategies/parameter_server/placement.h"
 #include "strategies/parameter_server/ps_wire.h"
+#include "strategies/parameter_server/shard_memory.h"
 
 namespace dtrain {
 
@@ -64,6 +70,8 @@ class ShardClients {
   void stop();
 
   int shards() const { return static_cast<int>(sockets_.size()); }
+  // Shards reached through shared memory (on this worker's host).
+  int sharedShards() const;
   // Every worker starts from the chief's state, version `updates_done` on every shard.
   void startAt(int64_t updates_done) { versions_.assign(versions_.size(), updates_done); }
   // The largest staleness the shards reported for this worker's pushes.
@@ -84,8 +92,11 @@ class ShardClients {
   const std::vector<ShardStep>& lastStep() const { return last_step_; }
 
  private:
-  // The shard's slice of a flat buffer, gathered into scratch_[s].
-  const float* slice(int shard, const float* flat);
+  // Hands shard s (on this host) memory the two share; on any failure the
+  // shard is spoken to through frames, as one on another host.
+  void attachMemory(int shard);
+  // The shard's slice of a flat buffer, gathered into scratch_[s] (or `into`).
+  const float* slice(int shard, const float* flat, float* into = nullptr);
   // Writes the shard's slice back into a flat buffer.
   void unslice(int shard, const float* from, float* flat) const;
   // Waits for shard s's answer of `kind`; throws CommError on a failure,
@@ -111,8 +122,9 @@ class ShardClients {
   zmq::context_t context_;
   std::vector<zmq::socket_t> sockets_;
   std::vector<std::string> endpoints_;
-  std::vector<std::vector<float>> scratch_;  // per shard
-  std::vector<int64_t> versions_;            // per shard: the version of the parameters last taken
+  std::vector<std::vector<float>> scratch_;           // per shard
+  std::vector<std::unique_ptr<ShardMemory>> memory_;  // per shard: shared with it, or null
+  std::vector<int64_t> versions_;                     // per shard: the version of the parameters last taken
   // This worker's own push under way: per shard its slice (in the caller's
   // buffer or scratch_, or own_copy_ once kept), what it covers, its figures.
   std::vector<const float*> pushed_;

@@ -38,6 +38,7 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
       parts_seen_(static_cast<size_t>(workers)),
       floats_in_(static_cast<size_t>(workers), 0),
       reply_to_(static_cast<size_t>(workers)),
+      memory_(static_cast<size_t>(workers)),
       clocks_(static_cast<size_t>(workers), 0),
       waiting_(static_cast<size_t>(workers), false),
       staleness_of_(static_cast<size_t>(workers), 0),
@@ -145,6 +146,9 @@ void ShardServer::handle(const ps::Message& m, const std::string& routing) {
     case ps::Kind::Push:
       push(m, routing);
       return;
+    case ps::Kind::Attach:
+      attachMemory(m, routing);
+      return;
     case ps::Kind::PushPart:
       pushPart(m, routing);
       return;
@@ -202,11 +206,45 @@ void ShardServer::init(const ps::Message& m, const std::string& routing) {
   ps::send(socket_, ps::Header{ps::Kind::Ack, 0, shard_, version_, 0.0, generation_, 0}, {}, &routing);
 }
 
+void ShardServer::attachMemory(const ps::Message& m, const std::string& routing) {
+  const ps::Header& h = m.header;
+  try {
+    memory_[static_cast<size_t>(h.worker)] = ShardMemory::open(h.region_pid, h.region_fd, h.offset);
+  } catch (const Error& e) {
+    return refuse(h, routing, workerName(h.worker) + "'s shared memory: " + e.what());
+  }
+  ps::send(socket_, ps::Header{ps::Kind::Ack, h.worker, shard_, version_, 0.0, generation_, 0}, {}, &routing);
+}
+
+const float* ShardServer::pushedGradients(const ps::Message& m, const std::string& routing) {
+  const ps::Header& h = m.header;
+  const ShardMemory* memory = memory_[static_cast<size_t>(h.worker)].get();
+  int64_t floats = 0;
+  if (h.shared) {
+    if (!m.payload.empty() || !memory) {
+      refuse(h, routing, workerName(h.worker) + " pushed through shared memory it has not attached");
+      return nullptr;
+    }
+    floats = memory->floats();
+  } else {
+    if (m.payload.size() != 1) {
+      refuse(h, routing, "a push with " + std::to_string(m.payload.size()) + " frames");
+      return nullptr;
+    }
+    floats = static_cast<int64_t>(m.payload[0].size());
+  }
+  if (floats != static_cast<int64_t>(params_.size())) {
+    refuse(h, routing,
+           workerName(h.worker) + " pushed " + std::to_string(floats) + " gradients for " +
+               std::to_string(params_.size()) + " parameters");
+    return nullptr;
+  }
+  return h.shared ? memory_[static_cast<size_t>(h.worker)]->grads() : m.payload[0].data();
+}
+
 void ShardServer::push(const ps::Message& m, const std::string& routing) {
   const ps::Header& h = m.header;
   const auto w = static_cast<size_t>(h.worker);
-  if (m.payload.size() != 1)
-    return refuse(h, routing, "a push with " + std::to_string(m.payload.size()) + " frames");
   // The workers push only once the chief's init is answered (they meet at a barrier after it).
   if (!initialized_) return refuse(h, routing, workerName(h.worker) + " pushed before the chief's init");
   if (lost_[w])
@@ -220,17 +258,15 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
     // Applied already: a retry whose answer was lost gets the parameters
     // again (unless its answer still waits for the slowest worker); a slice
     // pushed for a lost worker that arrived by other means needs no answer.
-    if (!waiting_[w] && slice == h.worker) replyParams(routing, h.worker, h.update, 0);
+    if (!waiting_[w] && slice == h.worker) replyParams(routing, h.worker, h.update, 0, false);
     return;
   }
   if (h.update != clocks_[w] + 1)
     return refuse(h, routing,
                   workerName(h.worker) + " pushed update " + std::to_string(h.update) + " after its update " +
                       std::to_string(clocks_[w]) + "; a push was lost");
-  if (m.payload[0].size() != params_.size())
-    return refuse(h, routing,
-                  workerName(h.worker) + " pushed " + std::to_string(m.payload[0].size()) +
-                      " gradients for " + std::to_string(params_.size()) + " parameters");
+  const float* grads = pushedGradients(m, routing);
+  if (!grads) return;
   if (consistency_ == "sync") {
     const auto sl = static_cast<size_t>(slice);
     if (slice == h.worker) {  // its own: it awaits the answer
@@ -243,7 +279,7 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
       figures_in_[sl] = true;
     }
     if (!arrived_[sl]) {  // else a duplicate of a pending push: the first one counts
-      pending_[sl] = m.payload[0].toVector();
+      pending_[sl].assign(grads, grads + params_.size());
       arrived_[sl] = true;
       pusher_[sl] = h.worker;
       // It holds the parts not sent (a push sent whole after its parts, or instead of them).
@@ -263,7 +299,7 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
   const int64_t staleness = version_ - h.version;  // updates applied since the worker's parameters
   const double lr =
       scale_lr_ ? scheduled / static_cast<double>(1 + std::max<int64_t>(0, staleness)) : scheduled;
-  optimizer_->update(params_.data(), m.payload[0].data(), 0, static_cast<int64_t>(params_.size()),
+  optimizer_->update(params_.data(), grads, 0, static_cast<int64_t>(params_.size()),
                      StepInfo{lr, version_ + 1});
   ++version_;
   clocks_[w] = h.update;
@@ -303,7 +339,7 @@ void ShardServer::answerWaiting() {
     if (consistency_ == "bounded" && ahead > staleness_bound_) continue;
     stats_.max_clock_gap = std::max(stats_.max_clock_gap, ahead);
     waiting_[w] = false;
-    replyParams(reply_to_[w], static_cast<int>(w), clocks_[w], staleness_of_[w]);
+    replyParams(reply_to_[w], static_cast<int>(w), clocks_[w], staleness_of_[w], true);
   }
 }
 
@@ -443,11 +479,12 @@ void ShardServer::applyPending() {
     if (lost_[w] || !awaiting_[w]) continue;
     awaiting_[w] = false;
     clocks_[w] = version_;
-    replyParams(reply_to_[w], static_cast<int>(w), version_, 0);
+    replyParams(reply_to_[w], static_cast<int>(w), version_, 0, true);
   }
 }
 
-void ShardServer::replyParams(const std::string& routing, int worker, int64_t update, int64_t staleness) {
+void ShardServer::replyParams(const std::string& routing, int worker, int64_t update, int64_t staleness,
+                              bool first) {
   ps::Header h{ps::Kind::Params, worker, shard_, update, 0.0, generation_, 0};
   h.version = version_;
   h.staleness = staleness;
@@ -455,6 +492,13 @@ void ShardServer::replyParams(const std::string& routing, int worker, int64_t up
   if (consistency_ == "sync") h.figures = answered_figures_;
   const double served_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   h.rate = served_s > 0 ? static_cast<double>(requests_) / served_s : 0.0;
+  ShardMemory* memory = memory_[static_cast<size_t>(worker)].get();
+  if (first && memory && memory->floats() == static_cast<int64_t>(params_.size())) {
+    std::memcpy(memory->params(), params_.data(), params_.size() * sizeof(float));
+    h.shared = true;
+    ps::send(socket_, h, {}, &routing);
+    return;
+  }
   ps::send(socket_, h, {{params_.data(), static_cast<int64_t>(params_.size())}}, &routing);
 }
 

@@ -27,6 +27,12 @@
 // batch, whoever pushed it, so it waits for the lost worker's slice, which a
 // survivor computes and pushes in its place.
 //
+// A worker on the shard's host hands it memory the two share (Attach,
+// shard_memory.h): its whole pushes then come through it, and the first
+// answer to each goes back through it; an answer to a repeat goes as a
+// frame, so the shared parameters are written once per push, while the
+// worker waits for them, never while it reads them.
+//
 // Sync pushes carry the figures of their slice (loss, correct, samples, a
 // stop asked for); each answer carries their sums over the update, so the
 // workers agree on a step's figures without a collective of their own.
@@ -46,6 +52,7 @@
 #include "core/config/job_config.h"
 #include "core/optim/optimizer.h"
 #include "strategies/parameter_server/ps_wire.h"
+#include "strategies/parameter_server/shard_memory.h"
 #include "strategies/parameter_server/slice_handover.h"
 
 namespace dtrain {
@@ -86,6 +93,11 @@ class ShardServer {
  private:
   void handle(const ps::Message& m, const std::string& routing);
   void init(const ps::Message& m, const std::string& routing);
+  // A worker's shared memory (ps::Kind::Attach).
+  void attachMemory(const ps::Message& m, const std::string& routing);
+  // A push's gradients: its frame, or the worker's shared memory; null
+  // (having refused the push) when neither holds the shard's floats.
+  const float* pushedGradients(const ps::Message& m, const std::string& routing);
   void push(const ps::Message& m, const std::string& routing);
   // Sync: part of a worker's push (ps::Kind::PushPart), sent during its backward.
   void pushPart(const ps::Message& m, const std::string& routing);
@@ -106,7 +118,9 @@ class ShardServer {
   // Polls the watch (at most every 100 ms) and drops the workers newly lost.
   void checkLosses();
   void dropWorker(int worker);
-  void replyParams(const std::string& routing, int worker, int64_t update, int64_t staleness);
+  // `first`: the first answer to the push, which goes through the worker's
+  // shared memory when it has some (a repeat's, as a frame).
+  void replyParams(const std::string& routing, int worker, int64_t update, int64_t staleness, bool first);
   void refuse(const ps::Header& h, const std::string& routing, const std::string& why);
 
   const JobConfig& job_;
@@ -144,6 +158,7 @@ class ShardServer {
   std::vector<std::set<int64_t>> parts_seen_;
   std::vector<int64_t> floats_in_;
   std::vector<std::string> reply_to_;
+  std::vector<std::unique_ptr<ShardMemory>> memory_;  // per worker: shared with it, or null
   double pending_lr_ = 0;
   double chief_lr_ = -1;  // async, bounded: the learning rate of the chief's latest push
   int64_t requests_ = 0;

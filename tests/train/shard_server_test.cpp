@@ -1,12 +1,15 @@
 // A parameter-server shard in this process, spoken to over ZeroMQ as a
 // worker speaks to it: what each consistency applies and when it answers, a
 // push applied exactly once however often it comes, a learning rate scaled
-// by staleness, and refusals (another run's generation, garbage on the port)
-// that leave the shard serving. Plain SGD with lr 1 makes every update
+// by staleness, pushes and answers through memory shared with a worker on
+// the shard's host, and refusals (another run's generation, garbage on the
+// port, memory it cannot trust) that leave the shard serving. Plain SGD with lr 1 makes every update
 // readable in the parameters: p -= lr * g.
 #include "strategies/parameter_server/shard_server.h"
 
 #include <doctest/doctest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +21,7 @@
 
 #include "core/config/job_config.h"
 #include "strategies/parameter_server/ps_wire.h"
+#include "strategies/parameter_server/shard_memory.h"
 
 using namespace dtrain;
 
@@ -94,6 +98,23 @@ struct Harness {
     ps::Header h = header(ps::Kind::Figures, w, update);
     h.figures = f;
     ps::send(workers[static_cast<size_t>(w)], h, {});
+  }
+  // Worker w hands the shard descriptor `fd` of process `pid`, `floats` floats each way; the answer.
+  ps::Message attach(int w, int pid, int fd, int64_t floats) {
+    ps::Header a = header(ps::Kind::Attach, w, 0);
+    a.region_pid = pid;
+    a.region_fd = fd;
+    a.offset = floats;
+    ps::send(workers[static_cast<size_t>(w)], a, {});
+    return answer(w);
+  }
+  // Worker w's push of `update` through its shared memory, whose gradients it writes first.
+  void pushShared(int w, ShardMemory& memory, int64_t update, const std::vector<float>& g,
+                  int64_t version = 0) {
+    std::copy(g.begin(), g.end(), memory.grads());
+    ps::Header p = header(ps::Kind::Push, w, update, version);
+    p.shared = true;
+    ps::send(workers[static_cast<size_t>(w)], p, {});
   }
   // The next answer to worker w within `ms`, or a message of kind Ack with no payload when none came.
   ps::Message answer(int w, int ms = 2000) {
@@ -253,4 +274,69 @@ TEST_CASE("shard: a push out of step is refused with the updates named") {
   const ps::Message m = h.answer(0);
   CHECK(m.header.kind == ps::Kind::Failure);
   CHECK(m.text.find("pushed update 3 after its update 0") != std::string::npos);
+}
+
+TEST_CASE("shard: a worker on its host pushes through shared memory and is answered through it") {
+  for (const std::string consistency : {"async", "sync"}) {
+    CAPTURE(consistency);
+    Harness h(sgdJob(consistency), 2);
+    h.init({0.0f, 0.0f});
+    std::unique_ptr<ShardMemory> memory = ShardMemory::create(2);
+    REQUIRE(h.attach(0, ::getpid(), memory->fd(), 2).header.kind == ps::Kind::Ack);
+    // Worker 0 through its memory, worker 1 (on another host) through frames.
+    h.pushShared(0, *memory, 1, {1.0f, 2.0f});
+    h.push(1, 1, {3.0f, 4.0f}, consistency == "async" ? 1 : 0);
+    const ps::Message shared = h.answer(0);
+    REQUIRE(shared.header.kind == ps::Kind::Params);
+    CHECK(shared.header.shared);
+    CHECK(shared.payload.empty());
+    const ps::Message framed = h.answer(1);
+    CHECK_FALSE(framed.header.shared);
+    CHECK(framed.payload[0] == std::vector<float>{-4.0f, -6.0f});
+    // Async answers worker 0 with the parameters of its push alone; sync with the sum.
+    const std::vector<float> first =
+        consistency == "async" ? std::vector<float>{-1.0f, -2.0f} : std::vector<float>{-4.0f, -6.0f};
+    CHECK(std::vector<float>(memory->params(), memory->params() + 2) == first);
+    // A repeat (sent as frames, as a worker repeats) is answered as a frame:
+    // the shared parameters are written only while the worker waits for them.
+    std::fill(memory->params(), memory->params() + 2, 99.0f);
+    h.push(0, 1, {1.0f, 2.0f});
+    const ps::Message repeat = h.answer(0);
+    CHECK_FALSE(repeat.header.shared);
+    CHECK(repeat.payload[0] == std::vector<float>{-4.0f, -6.0f});
+    CHECK(memory->params()[0] == 99.0f);
+    CHECK(h.server.version() == (consistency == "async" ? 2 : 1));
+  }
+}
+
+TEST_CASE("shard: shared memory it cannot trust is refused in one line, and the shard serves on") {
+  Harness h(sgdJob("async"), 1);
+  h.init({0.0f, 0.0f});
+  const auto refusal = [](const ps::Message& m) {
+    REQUIRE(m.header.kind == ps::Kind::Failure);
+    CHECK(m.text.find('\n') == std::string::npos);
+    return m.text;
+  };
+  std::unique_ptr<ShardMemory> memory = ShardMemory::create(2);
+  // Announced larger than it is: the shard would read past its end.
+  CHECK(refusal(h.attach(0, ::getpid(), memory->fd(), 3)).find("holds 16 bytes, not the 24 announced") !=
+        std::string::npos);
+  // Not sealed: the worker could shrink it under the shard's mapping.
+  const int unsealed = ::memfd_create("unsealed", MFD_CLOEXEC);
+  REQUIRE(unsealed >= 0);
+  REQUIRE(::ftruncate(unsealed, 16) == 0);
+  CHECK(refusal(h.attach(0, ::getpid(), unsealed, 2)).find("not sealed at its size") != std::string::npos);
+  ::close(unsealed);
+  CHECK(refusal(h.attach(0, ::getpid(), 1000000, 2)).find("cannot open /proc/") != std::string::npos);
+  CHECK(refusal(h.attach(0, -5, 3, 2)).find("no such shared memory") != std::string::npos);
+  // A push through memory never attached, or one of the wrong size.
+  h.pushShared(0, *memory, 1, {1.0f, 1.0f});
+  CHECK(refusal(h.answer(0)).find("shared memory it has not attached") != std::string::npos);
+  std::unique_ptr<ShardMemory> larger = ShardMemory::create(3);
+  REQUIRE(h.attach(0, ::getpid(), larger->fd(), 3).header.kind == ps::Kind::Ack);
+  h.pushShared(0, *larger, 1, {1.0f, 1.0f, 1.0f});
+  CHECK(refusal(h.answer(0)).find("pushed 3 gradients for 2 parameters") != std::string::npos);
+  CHECK(h.server.version() == 0);
+  h.push(0, 1, {0.5f, 0.5f});
+  CHECK(h.answer(0).payload[0] == std::vector<float>{-0.5f, -0.5f});
 }
