@@ -97,7 +97,10 @@ const float* ShardClients::slice(int shard, const float* flat, float* into) {
   float* const start = into ? into : scratch_[static_cast<size_t>(shard)].data();
   float* out = start;
   for (const PlacedRange& r : ranges) {
-    std::memcpy(out, flat + r.begin, static_cast<size_t>(r.end - r.begin) * sizeof(float));
+    if (into)
+      ShardMemory::streamInto(out, flat + r.begin, r.end - r.begin);
+    else
+      std::memcpy(out, flat + r.begin, static_cast<size_t>(r.end - r.begin) * sizeof(float));
     out += r.end - r.begin;
   }
   return start;

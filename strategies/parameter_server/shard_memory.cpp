@@ -1,11 +1,13 @@
 #include "strategies/parameter_server/shard_memory.h"
 
 #include <fcntl.h>
+#include <immintrin.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "core/errors.h"
@@ -71,6 +73,14 @@ std::unique_ptr<ShardMemory> ShardMemory::open(int pid, int fd, int64_t floats) 
     throw Error(path + ": " + wrong);
   }
   return std::unique_ptr<ShardMemory>(new ShardMemory(own, base, floats));
+}
+
+void ShardMemory::streamInto(float* to, const float* from, int64_t n) {
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(to + i) & 31) != 0; ++i) to[i] = from[i];
+  for (; i + 8 <= n; i += 8) _mm256_stream_ps(to + i, _mm256_loadu_ps(from + i));
+  for (; i < n; ++i) to[i] = from[i];
+  _mm_sfence();
 }
 
 ShardMemory::~ShardMemory() {

@@ -31,6 +31,10 @@ class ShardMemory {
   ShardMemory(const ShardMemory&) = delete;
   ShardMemory& operator=(const ShardMemory&) = delete;
 
+  // Copies n floats into the shared memory with stores that bypass the
+  // cache: the other process reads them from memory, not from this core.
+  static void streamInto(float* to, const float* from, int64_t n);
+
   float* grads() { return base_; }
   float* params() { return base_ + floats_; }
   int64_t floats() const { return floats_; }

@@ -494,7 +494,7 @@ void ShardServer::replyParams(const std::string& routing, int worker, int64_t up
   h.rate = served_s > 0 ? static_cast<double>(requests_) / served_s : 0.0;
   ShardMemory* memory = memory_[static_cast<size_t>(worker)].get();
   if (first && memory && memory->floats() == static_cast<int64_t>(params_.size())) {
-    std::memcpy(memory->params(), params_.data(), params_.size() * sizeof(float));
+    ShardMemory::streamInto(memory->params(), params_.data(), static_cast<int64_t>(params_.size()));
     h.shared = true;
     ps::send(socket_, h, {}, &routing);
     return;
