@@ -107,7 +107,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--consistency", choices=["async", "sync"], default="async")
     ap.add_argument("--trials", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=600, help="global batches per trial (each worker steps them all)")
+    ap.add_argument("--steps", type=int, default=1600,
+                    help="global batches per trial (each worker steps them all; the run must outlast the kill by 6 s)")
     ap.add_argument("--kill-after", type=float, default=10.0)
     ap.add_argument("--window", type=float, default=0.25)
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
