@@ -49,7 +49,8 @@ std::unique_ptr<ShardMemory> ShardMemory::create(int64_t floats) {
 }
 
 std::unique_ptr<ShardMemory> ShardMemory::open(int pid, int fd, int64_t floats) {
-  if (pid < 1 || fd < 0 || floats < 1)
+  // (A size past 2^40 floats is nothing a worker sends; it would wrap bytesFor.)
+  if (pid < 1 || fd < 0 || floats < 1 || floats > (int64_t{1} << 40))
     throw Error("no such shared memory (process " + std::to_string(pid) + ", descriptor " +
                 std::to_string(fd) + ", " + std::to_string(floats) + " floats)");
   const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);

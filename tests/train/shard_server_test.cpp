@@ -329,6 +329,10 @@ TEST_CASE("shard: shared memory it cannot trust is refused in one line, and the 
   ::close(unsealed);
   CHECK(refusal(h.attach(0, ::getpid(), 1000000, 2)).find("cannot open /proc/") != std::string::npos);
   CHECK(refusal(h.attach(0, -5, 3, 2)).find("no such shared memory") != std::string::npos);
+  // A size that would wrap to the memory's true one in bytes.
+  CHECK(
+      refusal(h.attach(0, ::getpid(), memory->fd(), (int64_t{1} << 61) + 2)).find("no such shared memory") !=
+      std::string::npos);
   // A push through memory never attached, or one of the wrong size.
   h.pushShared(0, *memory, 1, {1.0f, 1.0f});
   CHECK(refusal(h.answer(0)).find("shared memory it has not attached") != std::string::npos);
