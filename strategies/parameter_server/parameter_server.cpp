@@ -155,10 +155,11 @@ BatchFigures ParameterServerStrategy::computeAndPush(const StepInput& in, int64_
     Tensor params = Tensor::empty(store.params().shape(), Device::cpu());
     shards_->pushAndPull(pushes_, in.lr, grads.data(), params.data(), batch, slice);
     store.params().copyFrom(params);
+    replicas.grads().zero();
   } else {
-    shards_->pushAndPull(pushes_, in.lr, replicas.grads().data(), store.params().data(), batch, slice);
+    shards_->pushAndPullClearing(pushes_, in.lr, replicas.grads().data(), store.params().data(), batch,
+                                 slice);
   }
-  replicas.grads().zero();
   return f;
 }
 

@@ -172,6 +172,23 @@ void ShardClients::init(const float* params, const std::vector<const float*>& st
 
 void ShardClients::push(int64_t update, double lr, const float* grads, int64_t batch, int of_worker,
                         const ps::SliceFigures& figures) {
+  pushSlices(update, lr, grads, batch, of_worker, figures, nullptr);
+}
+
+void ShardClients::streamAndClear(int shard, float* flat) {
+  float* out = memory_[static_cast<size_t>(shard)]->grads();
+  constexpr int64_t kChunk = 4096;  // read once: streamed out, then zeroed in L1
+  for (const PlacedRange& r : ranges_[static_cast<size_t>(shard)])
+    for (int64_t c = r.begin; c < r.end; c += kChunk) {
+      const int64_t len = std::min(r.end - c, kChunk);
+      ShardMemory::streamInto(out, flat + c, len);
+      std::memset(flat + c, 0, static_cast<size_t>(len) * sizeof(float));
+      out += len;
+    }
+}
+
+void ShardClients::pushSlices(int64_t update, double lr, const float* grads, int64_t batch, int of_worker,
+                              const ps::SliceFigures& figures, float* clearing) {
   const bool own = of_worker < 0 || of_worker == worker_;
   if (own) {
     push_batch_ = batch;
@@ -188,7 +205,12 @@ void ShardClients::push(int64_t update, double lr, const float* grads, int64_t b
     if (own && memory) {
       // The shard reads it from the shared memory, which holds it (for a
       // repeat, sent as frames) until the answer comes.
-      pushed_[static_cast<size_t>(s)] = slice(s, grads, memory->grads());
+      if (clearing) {
+        streamAndClear(s, clearing);
+        pushed_[static_cast<size_t>(s)] = memory->grads();
+      } else {
+        pushed_[static_cast<size_t>(s)] = slice(s, grads, memory->grads());
+      }
       ps::Header h = pushHeader(s, update, lr, batch, of_worker, figures);
       h.shared = true;
       ps::send(sockets_[static_cast<size_t>(s)], h, {});
@@ -210,6 +232,19 @@ void ShardClients::pushAndPull(int64_t update, double lr, const float* grads, fl
                                int of_worker) {
   push(update, lr, grads, batch, of_worker);
   pull(update, lr, params);
+}
+
+void ShardClients::pushAndPullClearing(int64_t update, double lr, float* grads, float* params, int64_t batch,
+                                       int of_worker) {
+  const bool own = of_worker < 0 || of_worker == worker_;
+  pushSlices(update, lr, grads, batch, of_worker, {}, own ? grads : nullptr);
+  pull(update, lr, params);
+  // The slices sent from `grads` itself (kept there for a repeat until now), or copied from it.
+  for (int s = 0; s < shards(); ++s) {
+    if (own && memory_[static_cast<size_t>(s)]) continue;
+    for (const PlacedRange& r : ranges_[static_cast<size_t>(s)])
+      std::memset(grads + r.begin, 0, static_cast<size_t>(r.end - r.begin) * sizeof(float));
+  }
 }
 
 void ShardClients::keepOwnPush() {

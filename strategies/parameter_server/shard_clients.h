@@ -62,6 +62,10 @@ class ShardClients {
   // push and pull, for this worker's own slice.
   void pushAndPull(int64_t update, double lr, const float* grads, float* params, int64_t batch = -1,
                    int of_worker = -1);
+  // The same, leaving `grads` zero: a slice copied into shared memory is
+  // cleared as it is copied, while in cache; the rest once the answers came.
+  void pushAndPullClearing(int64_t update, double lr, float* grads, float* params, int64_t batch = -1,
+                           int of_worker = -1);
   // Sync: the figures of the last update pulled, summed over its slices.
   const ps::SliceFigures& answeredFigures() const { return answered_figures_; }
   // The chief: every shard's parameters and optimizer state into the flat buffers.
@@ -97,6 +101,12 @@ class ShardClients {
   void attachMemory(int shard);
   // The shard's slice of a flat buffer, gathered into scratch_[s] (or `into`).
   const float* slice(int shard, const float* flat, float* into = nullptr);
+  // Streams the shard's slice of `flat` into its shared memory, zeroing `flat`'s ranges behind.
+  void streamAndClear(int shard, float* flat);
+  // What push does, with `clearing`: own slices sent through shared memory
+  // are streamed out and cleared (the caller's buffer is then not const).
+  void pushSlices(int64_t update, double lr, const float* grads, int64_t batch, int of_worker,
+                  const ps::SliceFigures& figures, float* clearing);
   // Writes the shard's slice back into a flat buffer.
   void unslice(int shard, const float* from, float* flat) const;
   // Waits for shard s's answer of `kind`; throws CommError on a failure,

@@ -39,6 +39,7 @@ ShardServer::ShardServer(const JobConfig& job, int shard, int workers, uint64_t 
       floats_in_(static_cast<size_t>(workers), 0),
       reply_to_(static_cast<size_t>(workers)),
       memory_(static_cast<size_t>(workers)),
+      answer_written_(static_cast<size_t>(workers), false),
       clocks_(static_cast<size_t>(workers), 0),
       waiting_(static_cast<size_t>(workers), false),
       staleness_of_(static_cast<size_t>(workers), 0),
@@ -299,8 +300,7 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
   const int64_t staleness = version_ - h.version;  // updates applied since the worker's parameters
   const double lr =
       scale_lr_ ? scheduled / static_cast<double>(1 + std::max<int64_t>(0, staleness)) : scheduled;
-  optimizer_->update(params_.data(), grads, 0, static_cast<int64_t>(params_.size()),
-                     StepInfo{lr, version_ + 1});
+  applyAsync(h.worker, grads, StepInfo{lr, version_ + 1});
   ++version_;
   clocks_[w] = h.update;
   // What the push covers, for a handover should this worker be lost.
@@ -320,6 +320,23 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
   reply_to_[w] = routing;
   staleness_of_[w] = staleness;
   answerWaiting();
+}
+
+void ShardServer::applyAsync(int worker, const float* grads, const StepInfo& info) {
+  const auto n = static_cast<int64_t>(params_.size());
+  ShardMemory* memory = memory_[static_cast<size_t>(worker)].get();
+  // Only async answers at once: bounded may hold the answer while others' pushes change the parameters.
+  if (!memory || memory->floats() != n || consistency_ != "async") {
+    optimizer_->update(params_.data(), grads, 0, n, info);
+    return;
+  }
+  constexpr int64_t kChunk = 4096;  // 16 KB of each array: in L1 between the update and the copy
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t end = std::min(n, c + kChunk);
+    optimizer_->update(params_.data(), grads, c, end, info);
+    ShardMemory::streamInto(memory->params() + c, params_.data() + c, end - c);
+  }
+  answer_written_[static_cast<size_t>(worker)] = true;
 }
 
 int64_t ShardServer::slowestClock() const {
@@ -493,8 +510,11 @@ void ShardServer::replyParams(const std::string& routing, int worker, int64_t up
   const double served_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   h.rate = served_s > 0 ? static_cast<double>(requests_) / served_s : 0.0;
   ShardMemory* memory = memory_[static_cast<size_t>(worker)].get();
+  const bool written = answer_written_[static_cast<size_t>(worker)];
+  answer_written_[static_cast<size_t>(worker)] = false;
   if (first && memory && memory->floats() == static_cast<int64_t>(params_.size())) {
-    ShardMemory::streamInto(memory->params(), params_.data(), static_cast<int64_t>(params_.size()));
+    if (!written)
+      ShardMemory::streamInto(memory->params(), params_.data(), static_cast<int64_t>(params_.size()));
     h.shared = true;
     ps::send(socket_, h, {}, &routing);
     return;

@@ -99,6 +99,9 @@ class ShardServer {
   // (having refused the push) when neither holds the shard's floats.
   const float* pushedGradients(const ps::Message& m, const std::string& routing);
   void push(const ps::Message& m, const std::string& routing);
+  // Async: worker w's gradients applied; through its memory, the new
+  // parameters are written into it chunk by chunk while in cache.
+  void applyAsync(int worker, const float* grads, const StepInfo& info);
   // Sync: part of a worker's push (ps::Kind::PushPart), sent during its backward.
   void pushPart(const ps::Message& m, const std::string& routing);
   // Sync: the figures of a slice pushed in parts (ps::Kind::Figures).
@@ -159,6 +162,9 @@ class ShardServer {
   std::vector<int64_t> floats_in_;
   std::vector<std::string> reply_to_;
   std::vector<std::unique_ptr<ShardMemory>> memory_;  // per worker: shared with it, or null
+  // Per worker: its memory holds the parameters of its push just applied
+  // (written chunk by chunk as the update made them), so its answer need not copy them.
+  std::vector<bool> answer_written_;
   double pending_lr_ = 0;
   double chief_lr_ = -1;  // async, bounded: the learning rate of the chief's latest push
   int64_t requests_ = 0;

@@ -61,6 +61,26 @@ TEST_CASE("parameter_server: 2 workers and 1 or 2 shards train as mirrored and o
   }
 }
 
+TEST_CASE("parameter_server: one asynchronous worker over 1 or 2 shards trains exactly as one process") {
+  // One worker's async pushes are the whole batch's, applied in order: the
+  // same arithmetic as one process's step, so the weights agree to the bit.
+  // (Its pushes and answers go through shared memory, the parameters
+  // written as the update makes them and the gradients cleared as they are
+  // copied out: a stale answer or a gradient left over would show.)
+  TempDir dir("ps_async_one");
+  train(dir, "one", oneThread(smallJob(dir / "one")), 20);
+  for (int shards : {1, 2}) {
+    CAPTURE(shards);
+    const std::string name = "async" + std::to_string(shards);
+    train(dir, name,
+          oneThread(smallJob(dir / name, parameterServer(1, shards) + "consistency = \"async\"\n")), 20);
+    for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+      CAPTURE(file);
+      CHECK(checkpointDifference(latest(dir, name), latest(dir, "one"), file) == 0.0);
+    }
+  }
+}
+
 TEST_CASE("parameter_server: synchronous clipping of the summed gradient over 1 or 2 shards is mirrored's") {
   TempDir dir("ps_sync_clip");
   auto trainClipped = [&](const std::string& name, const std::string& strategy) {
