@@ -46,8 +46,9 @@ struct WireHeader {
   int32_t region_fd;
   int32_t region_pid;
   int32_t unused_tail;
+  int64_t count;
 };
-static_assert(sizeof(WireHeader) == 136, "the wire header has a fixed size");
+static_assert(sizeof(WireHeader) == 144, "the wire header has a fixed size");
 
 bool knownKind(uint8_t k) { return k >= 1 && k <= 11; }
 
@@ -77,6 +78,7 @@ WireHeader wireHeaderOf(const Header& h, int32_t frames) {
   w.shared = h.shared ? 1 : 0;
   w.region_pid = h.region_pid;
   w.region_fd = h.region_fd;
+  w.count = h.count;
   return w;
 }
 
@@ -155,6 +157,7 @@ Header headerOf(const WireHeader& w) {
   h.shared = w.shared != 0;
   h.region_pid = w.region_pid;
   h.region_fd = w.region_fd;
+  h.count = w.count;
   return h;
 }
 

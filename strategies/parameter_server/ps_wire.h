@@ -80,9 +80,11 @@ struct Header {
   int32_t live = 0;        // Params: the workers not lost
   int64_t offset = 0;      // PushPart: where its floats go in the shard's slice
   SliceFigures figures{};  // sync Push, Figures, Params (see SliceFigures)
-  // Push, Params: the floats are in the memory the worker shares with the
-  // shard (Attach), not in a payload frame.
+  // Push, PushPart, Params: the floats are in the memory the worker shares
+  // with the shard (Attach), not in a payload frame; a PushPart's are
+  // `count` floats at `offset` of its gradients.
   bool shared = false;
+  int64_t count = 0;
   int32_t region_pid = 0;  // Attach
   int32_t region_fd = -1;  // Attach
 };

@@ -264,7 +264,14 @@ void ShardClients::pushPart(int64_t update, double lr, const float* grads, int64
       if (lo < hi) {
         ps::Header h = header(ps::Kind::PushPart, s, update, lr);
         h.offset = offset + (lo - r.begin);
-        ps::send(sockets_[static_cast<size_t>(s)], h, {{grads + lo, hi - lo}});
+        if (ShardMemory* memory = memory_[static_cast<size_t>(s)].get()) {
+          ShardMemory::streamInto(memory->grads() + h.offset, grads + lo, hi - lo);
+          h.shared = true;
+          h.count = hi - lo;
+          ps::send(sockets_[static_cast<size_t>(s)], h, {});
+        } else {
+          ps::send(sockets_[static_cast<size_t>(s)], h, {{grads + lo, hi - lo}});
+        }
       }
       offset += r.end - r.begin;
     }

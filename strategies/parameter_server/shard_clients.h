@@ -8,8 +8,8 @@
 // whose answer does not come is sent again (the shard applies it once).
 // A shard on this worker's host (an ipc:// endpoint) is handed memory the
 // two share (shard_memory.h): this worker's own whole pushes and their
-// answers pass through it; repeats, parts and pushes in a lost worker's
-// place still go as frames.
+// answers and its sync parts pass through it; repeats and pushes in a lost
+// worker's place still go as frames.
 //
 // Not thread-safe: the trainer's thread.
 #pragma once

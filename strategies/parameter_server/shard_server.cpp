@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -366,7 +367,14 @@ void ShardServer::pushPart(const ps::Message& m, const std::string& routing) {
   const auto n = static_cast<int64_t>(params_.size());
   if (consistency_ != "sync") return refuse(h, routing, "a push in parts outside a synchronous run");
   if (!initialized_) return refuse(h, routing, workerName(h.worker) + " pushed before the chief's init");
-  if (m.payload.size() != 1)
+  const ShardMemory* memory = memory_[w].get();
+  if (h.shared && (!m.payload.empty() || !memory || memory->floats() != n))
+    return refuse(h, routing,
+                  workerName(h.worker) +
+                      " pushed a part through shared memory it has not attached, or of another size than "
+                      "this shard's " +
+                      std::to_string(n) + " floats");
+  if (!h.shared && m.payload.size() != 1)
     return refuse(h, routing, "a push part with " + std::to_string(m.payload.size()) + " frames");
   if (lost_[w]) return refuse(h, routing, workerName(h.worker) + " was lost and dropped from the run");
   if (h.update <= clocks_[w]) return;  // of an update applied: its answer went with the update
@@ -374,16 +382,19 @@ void ShardServer::pushPart(const ps::Message& m, const std::string& routing) {
     return refuse(h, routing,
                   workerName(h.worker) + " pushed part of update " + std::to_string(h.update) +
                       " after its update " + std::to_string(clocks_[w]) + "; a push was lost");
-  const auto len = static_cast<int64_t>(m.payload[0].size());
-  if (h.offset < 0 || len < 1 || h.offset + len > n)
+  const int64_t len = h.shared ? h.count : static_cast<int64_t>(m.payload[0].size());
+  if (h.offset < 0 || len < 1 || h.offset > n || len > n - h.offset)
     return refuse(h, routing,
                   workerName(h.worker) + " pushed floats [" + std::to_string(h.offset) + ", " +
-                      std::to_string(h.offset + len) + ") of a slice of " + std::to_string(n));
+                      (len > INT64_MAX - std::max<int64_t>(h.offset, 0) ? std::string("...")
+                                                                        : std::to_string(h.offset + len)) +
+                      ") of a slice of " + std::to_string(n));
   awaiting_[w] = true;  // parts are of a worker's own slice
   reply_to_[w] = routing;
   if (arrived_[w] || parts_seen_[w].count(h.offset)) return;  // held already (a repeat)
   if (static_cast<int64_t>(pending_[w].size()) != n) pending_[w].assign(static_cast<size_t>(n), 0.0f);
-  std::memcpy(pending_[w].data() + h.offset, m.payload[0].data(), static_cast<size_t>(len) * sizeof(float));
+  const float* floats = h.shared ? memory_[w]->grads() + h.offset : m.payload[0].data();
+  std::memcpy(pending_[w].data() + h.offset, floats, static_cast<size_t>(len) * sizeof(float));
   parts_seen_[w].insert(h.offset);
   floats_in_[w] += len;
   pusher_[w] = h.worker;

@@ -28,7 +28,7 @@
 // survivor computes and pushes in its place.
 //
 // A worker on the shard's host hands it memory the two share (Attach,
-// shard_memory.h): its whole pushes then come through it, and the first
+// shard_memory.h): its whole pushes and sync parts then come through it, and the first
 // answer to each goes back through it; an answer to a repeat goes as a
 // frame, so the shared parameters are written once per push, while the
 // worker waits for them, never while it reads them.

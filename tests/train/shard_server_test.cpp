@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -115,6 +116,16 @@ struct Harness {
     ps::Header p = header(ps::Kind::Push, w, update, version);
     p.shared = true;
     ps::send(workers[static_cast<size_t>(w)], p, {});
+  }
+  // Part of worker w's sync push of `update` through its shared memory: floats [offset, offset + g.size()).
+  void pushPartShared(int w, ShardMemory& memory, int64_t update, int64_t offset,
+                      const std::vector<float>& g) {
+    std::copy(g.begin(), g.end(), memory.grads() + offset);
+    ps::Header part = header(ps::Kind::PushPart, w, update);
+    part.offset = offset;
+    part.shared = true;
+    part.count = static_cast<int64_t>(g.size());
+    ps::send(workers[static_cast<size_t>(w)], part, {});
   }
   // The next answer to worker w within `ms`, or a message of kind Ack with no payload when none came.
   ps::Message answer(int w, int ms = 2000) {
@@ -307,6 +318,41 @@ TEST_CASE("shard: a worker on its host pushes through shared memory and is answe
     CHECK(memory->params()[0] == 99.0f);
     CHECK(h.server.version() == (consistency == "async" ? 2 : 1));
   }
+}
+
+TEST_CASE("shard: sync parts through shared memory apply what parts in frames do") {
+  Harness h(sgdJob("sync"), 2);
+  h.init({10.0f, 20.0f, 30.0f, 40.0f});
+  std::unique_ptr<ShardMemory> memory = ShardMemory::create(4);
+  REQUIRE(h.attach(0, ::getpid(), memory->fd(), 4).header.kind == ps::Kind::Ack);
+  // Worker 0's parts through its memory, last layers first; worker 1's in frames.
+  h.pushPartShared(0, *memory, 1, 2, {1.0f, 2.0f});
+  h.pushPart(1, 1, 0, {1.0f, 1.0f});
+  h.pushPartShared(0, *memory, 1, 0, {0.5f, 0.25f});
+  h.figures(0, 1);
+  h.pushPart(1, 1, 2, {3.0f, 4.0f});
+  h.figures(1, 1);
+  const ps::Message shared = h.answer(0);
+  REQUIRE(shared.header.kind == ps::Kind::Params);
+  CHECK(shared.header.shared);
+  CHECK(std::vector<float>(memory->params(), memory->params() + 4) ==
+        std::vector<float>{8.5f, 18.75f, 26.0f, 34.0f});
+  CHECK(h.answer(1).payload[0] == std::vector<float>{8.5f, 18.75f, 26.0f, 34.0f});
+  // A part past the slice's end, or one through memory of another size, is refused.
+  ps::Header wild = Harness::header(ps::Kind::PushPart, 0, 2);
+  wild.offset = 3;
+  wild.shared = true;
+  wild.count = INT64_MAX;
+  ps::send(h.workers[0], wild, {});
+  ps::Message refused = h.answer(0);
+  REQUIRE(refused.header.kind == ps::Kind::Failure);
+  CHECK(refused.text.find("pushed floats [3, ...) of a slice of 4") != std::string::npos);
+  std::unique_ptr<ShardMemory> larger = ShardMemory::create(5);
+  REQUIRE(h.attach(1, ::getpid(), larger->fd(), 5).header.kind == ps::Kind::Ack);
+  h.pushPartShared(1, *larger, 2, 0, {1.0f});
+  refused = h.answer(1);
+  REQUIRE(refused.header.kind == ps::Kind::Failure);
+  CHECK(refused.text.find("through shared memory it has not attached") != std::string::npos);
 }
 
 TEST_CASE("shard: shared memory it cannot trust is refused in one line, and the shard serves on") {
