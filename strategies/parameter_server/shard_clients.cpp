@@ -12,6 +12,17 @@
 
 namespace dtrain {
 
+namespace {
+
+// A shard's Failure answer: it refused the request (as opposed to not
+// answering, or answering with something malformed).
+class ShardRefusal : public CommError {
+ public:
+  using CommError::CommError;
+};
+
+}  // namespace
+
 ShardClients::ShardClients(const std::vector<std::string>& endpoints, const ShardPlacement& placement,
                            int worker, uint64_t generation, double timeout_s)
     : placement_(placement),
@@ -60,11 +71,9 @@ void ShardClients::attachMemory(int shard) {
   h.region_fd = memory->fd();
   ps::send(sockets_[s], h, {});
   // Refused (the shard cannot open it: another process namespace, say): frames do.
-  ps::Message m;
   try {
-    m = await(shard, ps::Kind::Ack, "this worker's shared memory");
-  } catch (const CommError& e) {
-    if (std::string(e.what()).find(" refused ") == std::string::npos) throw;
+    await(shard, ps::Kind::Ack, "this worker's shared memory");
+  } catch (const ShardRefusal&) {
     return;
   }
   memory_[s] = std::move(memory);
@@ -91,19 +100,15 @@ ps::Header ShardClients::pushHeader(int shard, int64_t update, double lr, int64_
   return h;
 }
 
-const float* ShardClients::slice(int shard, const float* flat, float* into) {
+const float* ShardClients::slice(int shard, const float* flat) {
   const std::vector<PlacedRange>& ranges = ranges_[static_cast<size_t>(shard)];
-  if (!into && ranges.size() == 1) return flat + ranges[0].begin;  // contiguous: sent from where it is
-  float* const start = into ? into : scratch_[static_cast<size_t>(shard)].data();
-  float* out = start;
+  if (ranges.size() == 1) return flat + ranges[0].begin;  // contiguous: sent from where it is
+  float* out = scratch_[static_cast<size_t>(shard)].data();
   for (const PlacedRange& r : ranges) {
-    if (into)
-      ShardMemory::streamInto(out, flat + r.begin, r.end - r.begin);
-    else
-      std::memcpy(out, flat + r.begin, static_cast<size_t>(r.end - r.begin) * sizeof(float));
+    std::memcpy(out, flat + r.begin, static_cast<size_t>(r.end - r.begin) * sizeof(float));
     out += r.end - r.begin;
   }
-  return start;
+  return scratch_[static_cast<size_t>(shard)].data();
 }
 
 void ShardClients::unslice(int shard, const float* from, float* flat) const {
@@ -139,7 +144,7 @@ std::optional<ps::Message> ShardClients::tryAwait(int shard, ps::Kind kind, cons
     if (kind != ps::Kind::Params && m.header.kind == ps::Kind::Params) continue;
     break;
   }
-  if (m.header.kind == ps::Kind::Failure) throw CommError(peer + " refused " + what + ": " + m.text);
+  if (m.header.kind == ps::Kind::Failure) throw ShardRefusal(peer + " refused " + what + ": " + m.text);
   if (m.header.kind != kind || m.header.generation != generation_)
     throw CommError(peer + " answered " + what + " with a " + ps::kindName(m.header.kind) +
                     " of generation " + std::to_string(m.header.generation));
@@ -175,16 +180,18 @@ void ShardClients::push(int64_t update, double lr, const float* grads, int64_t b
   pushSlices(update, lr, grads, batch, of_worker, figures, nullptr);
 }
 
-void ShardClients::streamAndClear(int shard, float* flat) {
-  float* out = memory_[static_cast<size_t>(shard)]->grads();
+float* ShardClients::streamOut(int shard, const float* flat, float* clearing) {
+  float* const start = memory_[static_cast<size_t>(shard)]->grads();
+  float* out = start;
   constexpr int64_t kChunk = 4096;  // read once: streamed out, then zeroed in L1
   for (const PlacedRange& r : ranges_[static_cast<size_t>(shard)])
     for (int64_t c = r.begin; c < r.end; c += kChunk) {
       const int64_t len = std::min(r.end - c, kChunk);
       ShardMemory::streamInto(out, flat + c, len);
-      std::memset(flat + c, 0, static_cast<size_t>(len) * sizeof(float));
+      if (clearing) std::memset(clearing + c, 0, static_cast<size_t>(len) * sizeof(float));
       out += len;
     }
+  return start;
 }
 
 void ShardClients::pushSlices(int64_t update, double lr, const float* grads, int64_t batch, int of_worker,
@@ -205,12 +212,7 @@ void ShardClients::pushSlices(int64_t update, double lr, const float* grads, int
     if (own && memory) {
       // The shard reads it from the shared memory, which holds it (for a
       // repeat, sent as frames) until the answer comes.
-      if (clearing) {
-        streamAndClear(s, clearing);
-        pushed_[static_cast<size_t>(s)] = memory->grads();
-      } else {
-        pushed_[static_cast<size_t>(s)] = slice(s, grads, memory->grads());
-      }
+      pushed_[static_cast<size_t>(s)] = streamOut(s, grads, clearing);
       ps::Header h = pushHeader(s, update, lr, batch, of_worker, figures);
       h.shared = true;
       ps::send(sockets_[static_cast<size_t>(s)], h, {});

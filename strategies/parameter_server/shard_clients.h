@@ -99,10 +99,11 @@ class ShardClients {
   // Hands shard s (on this host) memory the two share; on any failure the
   // shard is spoken to through frames, as one on another host.
   void attachMemory(int shard);
-  // The shard's slice of a flat buffer, gathered into scratch_[s] (or `into`).
-  const float* slice(int shard, const float* flat, float* into = nullptr);
-  // Streams the shard's slice of `flat` into its shared memory, zeroing `flat`'s ranges behind.
-  void streamAndClear(int shard, float* flat);
+  // The shard's slice of a flat buffer, gathered into scratch_[s].
+  const float* slice(int shard, const float* flat);
+  // Streams the shard's slice of `flat` into its shared memory, and returns
+  // it there; `clearing` (the same buffer, or null) is zeroed behind, in cache.
+  float* streamOut(int shard, const float* flat, float* clearing);
   // What push does, with `clearing`: own slices sent through shared memory
   // are streamed out and cleared (the caller's buffer is then not const).
   void pushSlices(int64_t update, double lr, const float* grads, int64_t batch, int of_worker,

@@ -218,9 +218,14 @@ void ShardServer::attachMemory(const ps::Message& m, const std::string& routing)
   ps::send(socket_, ps::Header{ps::Kind::Ack, h.worker, shard_, version_, 0.0, generation_, 0}, {}, &routing);
 }
 
+ShardMemory* ShardServer::memoryOf(int worker) {
+  ShardMemory* memory = memory_[static_cast<size_t>(worker)].get();
+  return memory && memory->floats() == static_cast<int64_t>(params_.size()) ? memory : nullptr;
+}
+
 const float* ShardServer::pushedGradients(const ps::Message& m, const std::string& routing) {
   const ps::Header& h = m.header;
-  const ShardMemory* memory = memory_[static_cast<size_t>(h.worker)].get();
+  ShardMemory* memory = memory_[static_cast<size_t>(h.worker)].get();
   int64_t floats = 0;
   if (h.shared) {
     if (!m.payload.empty() || !memory) {
@@ -241,7 +246,7 @@ const float* ShardServer::pushedGradients(const ps::Message& m, const std::strin
                std::to_string(params_.size()) + " parameters");
     return nullptr;
   }
-  return h.shared ? memory_[static_cast<size_t>(h.worker)]->grads() : m.payload[0].data();
+  return h.shared ? memory->grads() : m.payload[0].data();
 }
 
 void ShardServer::push(const ps::Message& m, const std::string& routing) {
@@ -325,9 +330,9 @@ void ShardServer::push(const ps::Message& m, const std::string& routing) {
 
 void ShardServer::applyAsync(int worker, const float* grads, const StepInfo& info) {
   const auto n = static_cast<int64_t>(params_.size());
-  ShardMemory* memory = memory_[static_cast<size_t>(worker)].get();
+  ShardMemory* memory = memoryOf(worker);
   // Only async answers at once: bounded may hold the answer while others' pushes change the parameters.
-  if (!memory || memory->floats() != n || consistency_ != "async") {
+  if (!memory || consistency_ != "async") {
     optimizer_->update(params_.data(), grads, 0, n, info);
     return;
   }
@@ -367,8 +372,8 @@ void ShardServer::pushPart(const ps::Message& m, const std::string& routing) {
   const auto n = static_cast<int64_t>(params_.size());
   if (consistency_ != "sync") return refuse(h, routing, "a push in parts outside a synchronous run");
   if (!initialized_) return refuse(h, routing, workerName(h.worker) + " pushed before the chief's init");
-  const ShardMemory* memory = memory_[w].get();
-  if (h.shared && (!m.payload.empty() || !memory || memory->floats() != n))
+  ShardMemory* memory = memoryOf(h.worker);
+  if (h.shared && (!m.payload.empty() || !memory))
     return refuse(h, routing,
                   workerName(h.worker) +
                       " pushed a part through shared memory it has not attached, or of another size than "
@@ -393,7 +398,7 @@ void ShardServer::pushPart(const ps::Message& m, const std::string& routing) {
   reply_to_[w] = routing;
   if (arrived_[w] || parts_seen_[w].count(h.offset)) return;  // held already (a repeat)
   if (static_cast<int64_t>(pending_[w].size()) != n) pending_[w].assign(static_cast<size_t>(n), 0.0f);
-  const float* floats = h.shared ? memory_[w]->grads() + h.offset : m.payload[0].data();
+  const float* floats = h.shared ? memory->grads() + h.offset : m.payload[0].data();
   std::memcpy(pending_[w].data() + h.offset, floats, static_cast<size_t>(len) * sizeof(float));
   parts_seen_[w].insert(h.offset);
   floats_in_[w] += len;
@@ -520,10 +525,10 @@ void ShardServer::replyParams(const std::string& routing, int worker, int64_t up
   if (consistency_ == "sync") h.figures = answered_figures_;
   const double served_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   h.rate = served_s > 0 ? static_cast<double>(requests_) / served_s : 0.0;
-  ShardMemory* memory = memory_[static_cast<size_t>(worker)].get();
+  ShardMemory* memory = memoryOf(worker);
   const bool written = answer_written_[static_cast<size_t>(worker)];
   answer_written_[static_cast<size_t>(worker)] = false;
-  if (first && memory && memory->floats() == static_cast<int64_t>(params_.size())) {
+  if (first && memory) {
     if (!written)
       ShardMemory::streamInto(memory->params(), params_.data(), static_cast<int64_t>(params_.size()));
     h.shared = true;

@@ -95,6 +95,8 @@ class ShardServer {
   void init(const ps::Message& m, const std::string& routing);
   // A worker's shared memory (ps::Kind::Attach).
   void attachMemory(const ps::Message& m, const std::string& routing);
+  // The worker's shared memory when it holds this shard's floats, else null.
+  ShardMemory* memoryOf(int worker);
   // A push's gradients: its frame, or the worker's shared memory; null
   // (having refused the push) when neither holds the shard's floats.
   const float* pushedGradients(const ps::Message& m, const std::string& routing);
