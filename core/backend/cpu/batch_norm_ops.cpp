@@ -1,142 +1,24 @@
-// The batch_norm passes of core/backend/batch_norm_ops.h. Two layouts: planes
-// (plane > 1: a loop per (sample, channel) over its contiguous plane, the
-// channel's constants held in registers) and rows (plane == 1: a loop per
-// sample over its contiguous channels, the constants loaded per lane). The
-// inner loops are plain enough for the compiler to vectorise (they are
-// written without reassociation, so they need no -ffast-math): eight
-// explicit float lanes for the plane sums, element-wise loops otherwise.
-// The exception is the gradient sums, whose masked loops the compiler leaves
-// scalar: written with AVX2 where the build targets it, else through a masked
-// block buffer. The activation is a template parameter, so no branch is left
-// in a loop.
+// The forward passes of core/backend/batch_norm_ops.h (the backward ones are
+// in batch_norm_grad_ops.cpp). Two layouts: planes (plane > 1: a loop per
+// (sample, channel) over its contiguous plane, the channel's constants held
+// in registers) and rows (plane == 1: a loop per sample over its contiguous
+// channels, the constants loaded per lane). Both moments of a plane are
+// summed in one pass (two passes, each one chain of additions waiting on the
+// adder's latency, had made it compute-bound), on explicit 8-lane vectors;
+// the element-wise loops are plain enough for the compiler to vectorise
+// (written without reassociation: they need no -ffast-math).
+// The activation is a template parameter, so no branch is left in a loop.
 #include "core/backend/batch_norm_ops.h"
 
 #include <algorithm>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
+#include "core/backend/cpu/batch_norm_lanes.h"
 
 namespace dtrain::ops {
 
 namespace {
 
-// Elements a block of lanes sums in float before its sum moves to double:
-// 128 terms per lane.
-constexpr int64_t kSumBlock = 1024;
-
-inline float laneSum(const float (&acc)[8]) {
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-// sum of term(i) for i < len: float lanes per block, blocks in double.
-template <class Term>
-double blockedSum(int64_t len, Term term) {
-  double total = 0.0;
-  for (int64_t start = 0; start < len; start += kSumBlock) {
-    const int64_t end = std::min(len, start + kSumBlock);
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = start;
-    for (; i + 8 <= end; i += 8)
-      for (int k = 0; k < 8; ++k) acc[k] += term(i + k);
-    float s = laneSum(acc);
-    for (; i < end; ++i) s += term(i);
-    total += s;
-  }
-  return total;
-}
-
-#if defined(__AVX2__) && defined(__FMA__)
-
-// g = dy where the activation passed a gradient at y (maskGrad, 8 lanes).
-template <FusedActivation A>
-inline __m256 maskGradV(const float* y, __m256 g) {
-  if constexpr (A == FusedActivation::None) return g;
-  const __m256 out = _mm256_loadu_ps(y);
-  __m256 pass = _mm256_cmp_ps(out, _mm256_setzero_ps(), _CMP_GT_OQ);
-  if constexpr (A == FusedActivation::Relu6)
-    pass = _mm256_and_ps(pass, _mm256_cmp_ps(out, _mm256_set1_ps(6.0f), _CMP_LT_OQ));
-  return _mm256_and_ps(pass, g);
-}
-
-inline float laneSum(__m256 v) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, v);
-  return laneSum(lanes);
-}
-
-// sum of g and of g * (v - m) over one plane of len values, g = dy masked by
-// the activation at y: one pass reading v, y and dy once (the compiler does
-// not vectorise the masked sums on its own), two vectors of each sum in
-// flight; float lanes per block, blocks in double.
-template <FusedActivation A>
-void gradSumsPlane(const float* v, const float* y, const float* dy, float m, int64_t len, double& total_g,
-                   double& total_g_dev) {
-  const __m256 mv = _mm256_set1_ps(m);
-  for (int64_t start = 0; start < len; start += kSumBlock) {
-    const int64_t count = std::min(len - start, kSumBlock);
-    const float* x = v + start;
-    const float* g = dy + start;
-    const float* out = A == FusedActivation::None ? nullptr : y + start;
-    __m256 sg0 = _mm256_setzero_ps(), sg1 = _mm256_setzero_ps();
-    __m256 sd0 = _mm256_setzero_ps(), sd1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= count; i += 16) {
-      const __m256 g0 = maskGradV<A>(out + i, _mm256_loadu_ps(g + i));
-      const __m256 g1 = maskGradV<A>(out + i + 8, _mm256_loadu_ps(g + i + 8));
-      sg0 = _mm256_add_ps(sg0, g0);
-      sg1 = _mm256_add_ps(sg1, g1);
-      sd0 = _mm256_fmadd_ps(g0, _mm256_sub_ps(_mm256_loadu_ps(x + i), mv), sd0);
-      sd1 = _mm256_fmadd_ps(g1, _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), mv), sd1);
-    }
-    float sg = laneSum(_mm256_add_ps(sg0, sg1)), sd = laneSum(_mm256_add_ps(sd0, sd1));
-    for (; i < count; ++i) {
-      const float gi = A == FusedActivation::None ? g[i] : maskGrad<A>(out[i], g[i]);
-      sg += gi;
-      sd += gi * (x[i] - m);
-    }
-    total_g += sg;
-    total_g_dev += sd;
-  }
-}
-
-#else
-
-// sum of g and of g * (v - m) over one plane of len values, g = dy masked by
-// the activation at y. Masking a block into a buffer first leaves the sums
-// plain loops that the compiler vectorises (a select inside them does not).
-template <FusedActivation A>
-void gradSumsPlane(const float* v, const float* y, const float* dy, float m, int64_t len, double& total_g,
-                   double& total_g_dev) {
-  alignas(32) float masked[kSumBlock];
-  for (int64_t start = 0; start < len; start += kSumBlock) {
-    const int64_t count = std::min(len - start, kSumBlock);
-    const float* x = v + start;
-    const float* g = dy + start;
-    if constexpr (A != FusedActivation::None) {
-      const float* __restrict out = y + start;
-      for (int64_t i = 0; i < count; ++i) masked[i] = maskGrad<A>(out[i], g[i]);
-      g = masked;
-    }
-    // Two loops over the (L1-resident) block: one accumulator array per loop
-    // is what the compiler turns into vector adds.
-    float acc_g[8] = {0, 0, 0, 0, 0, 0, 0, 0}, acc_d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    const int64_t whole = count - count % 8;
-    for (int64_t i = 0; i < whole; i += 8)
-      for (int k = 0; k < 8; ++k) acc_g[k] += g[i + k];
-    for (int64_t i = 0; i < whole; i += 8)
-      for (int k = 0; k < 8; ++k) acc_d[k] += g[i + k] * (x[i + k] - m);
-    float sg = laneSum(acc_g), sd = laneSum(acc_d);
-    for (int64_t i = whole; i < count; ++i) {
-      sg += g[i];
-      sd += g[i] * (x[i] - m);
-    }
-    total_g += sg;
-    total_g_dev += sd;
-  }
-}
-
-#endif
+using batch_norm_lanes::normalised;
 
 template <FusedActivation A>
 void applyPlanes(const float* x, float* y, int64_t n, int64_t channels, int64_t plane, const float* mean,
@@ -146,7 +28,7 @@ void applyPlanes(const float* x, float* y, int64_t n, int64_t channels, int64_t 
       const float* __restrict v = x + (s * channels + c) * plane;
       float* __restrict out = y + (s * channels + c) * plane;
       const float m = mean[c], k = scale[c], b = shift[c];
-      for (int64_t i = 0; i < plane; ++i) out[i] = activate<A>((v[i] - m) * k + b);
+      for (int64_t i = 0; i < plane; ++i) out[i] = activate<A>(normalised(v[i], m, k, b));
     }
 }
 
@@ -160,10 +42,7 @@ void applyPlanesResidual(const float* x, float* y, int64_t n, int64_t channels, 
       const float* __restrict r = residual + offset;
       float* __restrict out = y + offset;
       const float m = mean[c], k = scale[c], b = shift[c];
-      for (int64_t i = 0; i < plane; ++i) {
-        const float normalised = (v[i] - m) * k + b;
-        out[i] = activate<A>(normalised + r[i]);
-      }
+      for (int64_t i = 0; i < plane; ++i) out[i] = activate<A>(normalised(v[i], m, k, b) + r[i]);
     }
 }
 
@@ -173,7 +52,8 @@ void applyRows(const float* x, float* y, int64_t n, int64_t channels, const floa
   for (int64_t s = 0; s < n; ++s) {
     const float* __restrict v = x + s * channels;
     float* __restrict out = y + s * channels;
-    for (int64_t c = 0; c < channels; ++c) out[c] = activate<A>((v[c] - mean[c]) * scale[c] + shift[c]);
+    for (int64_t c = 0; c < channels; ++c)
+      out[c] = activate<A>(normalised(v[c], mean[c], scale[c], shift[c]));
   }
 }
 
@@ -184,72 +64,56 @@ void applyRowsResidual(const float* x, float* y, int64_t n, int64_t channels, co
     const float* __restrict v = x + s * channels;
     const float* __restrict r = residual + s * channels;
     float* __restrict out = y + s * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      const float normalised = (v[c] - mean[c]) * scale[c] + shift[c];
-      out[c] = activate<A>(normalised + r[c]);
-    }
+    for (int64_t c = 0; c < channels; ++c)
+      out[c] = activate<A>(normalised(v[c], mean[c], scale[c], shift[c]) + r[c]);
   }
 }
 
-template <FusedActivation A>
-void gradSumsPlanes(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
-                    int64_t plane, const float* mean, double* sum_g, double* sum_g_dev) {
-  for (int64_t s = 0; s < n; ++s)
-    for (int64_t c = 0; c < channels; ++c) {
-      const int64_t offset = (s * channels + c) * plane;
-      gradSumsPlane<A>(x + offset, A == FusedActivation::None ? nullptr : y + offset, dy + offset, mean[c],
-                       plane, sum_g[c], sum_g_dev[c]);
+// sum of (v - k) and of (v - k)^2 over one plane, in one read: per block of
+// kSumBlock, eight lanes of each (two chains of additions in flight), then
+// the lanes (pairwise) and the tail (in order) in float, the block in double.
+void planeShiftedMoments(const float* v, int64_t len, float k, double& sum, double& squares) {
+  const simd::V8 kv = simd::broadcast(k);
+  for (int64_t start = 0; start < len; start += batch_norm_lanes::kSumBlock) {
+    const int64_t end = std::min(len, start + batch_norm_lanes::kSumBlock);
+    simd::V8 s = simd::zero(), q = simd::zero();
+    int64_t i = start;
+    for (; i + 8 <= end; i += 8) {
+      const simd::V8 d = simd::load(v + i) - kv;
+      s = s + d;
+      q = simd::fmadd(d, d, q);
     }
-}
-
-template <FusedActivation A>
-void gradSumsRows(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
-                  const float* __restrict mean, double* __restrict sum_g, double* __restrict sum_g_dev) {
-  for (int64_t s = 0; s < n; ++s) {
-    const float* __restrict v = x + s * channels;
-    const float* __restrict out = A == FusedActivation::None ? nullptr : y + s * channels;
-    const float* __restrict d = dy + s * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      const float g = A == FusedActivation::None ? d[c] : maskGrad<A>(out[c], d[c]);
-      sum_g[c] += g;
-      sum_g_dev[c] += static_cast<double>(g) * static_cast<double>(v[c] - mean[c]);
+    float block_sum = batch_norm_lanes::pairwiseSum(s), block_squares = batch_norm_lanes::pairwiseSum(q);
+    for (; i < end; ++i) {
+      const float d = v[i] - k;
+      block_sum += d;
+      block_squares = std::fma(d, d, block_squares);
     }
+    sum += block_sum;
+    squares += block_squares;
   }
 }
 
-template <FusedActivation A>
-void inputGradPlanes(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
-                     int64_t plane, const float* mean, const float* a, const float* b, const float* c,
-                     float* dx) {
-  for (int64_t s = 0; s < n; ++s)
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      const int64_t offset = (s * channels + ch) * plane;
-      const float* __restrict v = x + offset;
-      const float* __restrict out = A == FusedActivation::None ? nullptr : y + offset;
-      const float* __restrict d = dy + offset;
-      float* __restrict g_in = dx + offset;
-      const float m = mean[ch], ka = a[ch], kb = b[ch], kc = c[ch];
-      for (int64_t i = 0; i < plane; ++i) {
-        const float g = A == FusedActivation::None ? d[i] : maskGrad<A>(out[i], d[i]);
-        g_in[i] = ka * g + kb * (v[i] - m) + kc;
-      }
+// sum of (v - m)^2 over one plane, blocked as above.
+double planeSquaredDeviations(const float* v, int64_t len, float m) {
+  const simd::V8 mv = simd::broadcast(m);
+  double total = 0.0;
+  for (int64_t start = 0; start < len; start += batch_norm_lanes::kSumBlock) {
+    const int64_t end = std::min(len, start + batch_norm_lanes::kSumBlock);
+    simd::V8 q = simd::zero();
+    int64_t i = start;
+    for (; i + 8 <= end; i += 8) {
+      const simd::V8 d = simd::load(v + i) - mv;
+      q = simd::fmadd(d, d, q);
     }
-}
-
-template <FusedActivation A>
-void inputGradRows(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
-                   const float* __restrict mean, const float* __restrict a, const float* __restrict b,
-                   const float* __restrict c, float* dx) {
-  for (int64_t s = 0; s < n; ++s) {
-    const float* __restrict v = x + s * channels;
-    const float* __restrict out = A == FusedActivation::None ? nullptr : y + s * channels;
-    const float* __restrict d = dy + s * channels;
-    float* __restrict g_in = dx + s * channels;
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      const float g = A == FusedActivation::None ? d[ch] : maskGrad<A>(out[ch], d[ch]);
-      g_in[ch] = a[ch] * g + b[ch] * (v[ch] - mean[ch]) + c[ch];
+    float block = batch_norm_lanes::pairwiseSum(q);
+    for (; i < end; ++i) {
+      const float d = v[i] - m;
+      block = std::fma(d, d, block);
     }
+    total += block;
   }
+  return total;
 }
 
 }  // namespace
@@ -267,18 +131,9 @@ void channelShiftedMoments(const float* x, int64_t n, int64_t channels, int64_t 
     }
     return;
   }
-  // Two sums over each plane: the second reads it from L1 (MobileNetV2's
-  // largest plane, 48x48, is 9 KB).
   for (int64_t s = 0; s < n; ++s)
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* __restrict v = x + (s * channels + c) * plane;
-      const float k = shift[c];
-      sums[c] += blockedSum(plane, [v, k](int64_t i) { return v[i] - k; });
-      squares[c] += blockedSum(plane, [v, k](int64_t i) {
-        const float d = v[i] - k;
-        return d * d;
-      });
-    }
+    for (int64_t c = 0; c < channels; ++c)
+      planeShiftedMoments(x + (s * channels + c) * plane, plane, shift[c], sums[c], squares[c]);
 }
 
 void channelSquaredDeviations(const float* x, int64_t n, int64_t channels, int64_t plane, const float* mean,
@@ -296,14 +151,8 @@ void channelSquaredDeviations(const float* x, int64_t n, int64_t channels, int64
     return;
   }
   for (int64_t s = 0; s < n; ++s)
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* __restrict v = x + (s * channels + c) * plane;
-      const float m = mean[c];
-      sums[c] += blockedSum(plane, [v, m](int64_t i) {
-        const float d = v[i] - m;
-        return d * d;
-      });
-    }
+    for (int64_t c = 0; c < channels; ++c)
+      sums[c] += planeSquaredDeviations(x + (s * channels + c) * plane, plane, mean[c]);
 }
 
 void batchNormApply(const float* x, float* y, int64_t n, int64_t channels, int64_t plane, const float* mean,
@@ -325,28 +174,6 @@ void fusedActivationGrad(const float* y, const float* dy, float* g, int64_t coun
   withActivation(act, [&](auto a) {
     constexpr FusedActivation A = decltype(a)::value;
     for (int64_t i = 0; i < count; ++i) g[i] = maskGrad<A>(A == FusedActivation::None ? 0.0f : y[i], dy[i]);
-  });
-}
-
-void batchNormGradSums(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
-                       int64_t plane, FusedActivation act, const float* mean, double* sum_g,
-                       double* sum_g_dev) {
-  withActivation(act, [&](auto a) {
-    if (plane == 1)
-      gradSumsRows<decltype(a)::value>(x, y, dy, n, channels, mean, sum_g, sum_g_dev);
-    else
-      gradSumsPlanes<decltype(a)::value>(x, y, dy, n, channels, plane, mean, sum_g, sum_g_dev);
-  });
-}
-
-void batchNormInputGrad(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
-                        int64_t plane, FusedActivation act, const float* mean, const float* a, const float* b,
-                        const float* c, float* dx) {
-  withActivation(act, [&](auto k) {
-    if (plane == 1)
-      inputGradRows<decltype(k)::value>(x, y, dy, n, channels, mean, a, b, c, dx);
-    else
-      inputGradPlanes<decltype(k)::value>(x, y, dy, n, channels, plane, mean, a, b, c, dx);
   });
 }
 

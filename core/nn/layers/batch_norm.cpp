@@ -179,19 +179,34 @@ void BatchNorm::forward(const std::vector<const Tensor*>& in, Tensor& out, const
 
 void BatchNorm::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                          const std::vector<Tensor*>& din, const LayerContext& ctx) {
-  Tensor* dresidual = residual_ ? din[1] : nullptr;
   // The residual's gradient is the sum's, masked by the activation: y was
   // act(bn(x) + r), so the mask at y is the sum's.
-  if (dresidual) ops::fusedActivationGrad(out.data(), dout.data(), dresidual->data(), dout.numel(), act_);
-  if (!din[0] && !config_.scale && !config_.center) return;
-  const float* x = in[0]->data();
+  float* dresidual = residual_ && din[1] ? din[1]->data() : nullptr;
   const int64_t n = in[0]->dim(0), c = channels_;
+  ops::BatchNormGradInputs g;
+  g.x = in[0]->data();
+  g.dy = dout.data();
+  // Only a fused residual's output must be read for the mask; otherwise it
+  // is recomputed from x with this forward's mean, scale and shift.
+  g.y = residual_ ? out.data() : nullptr;
+  g.n = n;
+  g.channels = c;
+  g.plane = plane_;
+  g.act = act_;
+  g.mean = mean_.data();
+  g.scale = scale_.data();
+  g.shift = shift_.data();
+  if (!din[0] && !config_.scale && !config_.center) {
+    if (dresidual) ops::fusedActivationGrad(out.data(), dout.data(), dresidual, dout.numel(), act_);
+    return;
+  }
   // This replica's sums of g and g * (x - mean); the parameter gradients take
-  // them as they are: sum g * xhat = invstd * sum g * (x - mean).
+  // them as they are: sum g * xhat = invstd * sum g * (x - mean). The same
+  // pass writes the residual's gradient.
   grad_sums_.assign(static_cast<size_t>(2 * c), 0.0);
   double* sum_g = grad_sums_.data();
   double* sum_g_dev = grad_sums_.data() + c;
-  ops::batchNormGradSums(x, out.data(), dout.data(), n, c, plane_, act_, mean_.data(), sum_g, sum_g_dev);
+  ops::batchNormGradSums(g, sum_g, sum_g_dev, dresidual);
   if (config_.scale) {
     float* dgamma = dgamma_.data();
     for (int64_t k = 0; k < c; ++k) dgamma[k] += static_cast<float>(invstd_[k] * sum_g_dev[k]);
@@ -215,8 +230,12 @@ void BatchNorm::backward(const std::vector<const Tensor*>& in, const Tensor& out
     coef_b_[k] = ctx.training ? static_cast<float>(-a * r * r * sum_g_dev[k] / count_) : 0.0f;
     coef_c_[k] = ctx.training ? static_cast<float>(-a * sum_g[k] / count_) : 0.0f;
   }
-  ops::batchNormInputGrad(x, out.data(), dout.data(), n, c, plane_, act_, mean_.data(), coef_a_.data(),
-                          coef_b_.data(), coef_c_.data(), din[0]->data());
+  if (dresidual) {  // g is already masked there: read it instead of y and dy
+    g.dy = dresidual;
+    g.y = nullptr;
+    g.act = ops::FusedActivation::None;
+  }
+  ops::batchNormInputGrad(g, coef_a_.data(), coef_b_.data(), coef_c_.data(), din[0]->data());
 }
 
 int64_t BatchNorm::forwardFlops() const {

@@ -1,0 +1,183 @@
+// The backward passes of core/backend/batch_norm_ops.h: the per-channel
+// gradient sums, then the input gradient. Along planes both run on 8-lane
+// vectors (the compiler leaves masked sums scalar), with the activation's
+// mask read from the output or recomputed from x (a compile-time choice, as
+// is the activation), so each pass reads x and dy and, only after a fused
+// residual, y. Along rows (plane == 1) the loops are plain, each value added
+// in double. The sums pass also writes the masked gradient where a fused
+// residual needs it; the input gradient then reads that instead of y and dy.
+#include <algorithm>
+
+#include "core/backend/batch_norm_ops.h"
+#include "core/backend/cpu/batch_norm_lanes.h"
+
+namespace dtrain::ops {
+
+namespace {
+
+using simd::V8;
+
+// Where a plane's mask comes from: the output y, or x through the forward's
+// normalisation (mean, scale and shift of the channel).
+struct PlaneSource {
+  const float* x;
+  const float* y;
+  const float* dy;
+  V8 mean, scale, shift;
+};
+
+// g = dy masked by A over the 8 lanes from i; x is loaded once by the caller.
+template <FusedActivation A, bool kFromOutput>
+inline V8 maskedGrad(const PlaneSource& p, V8 x, int64_t i) {
+  const V8 dy = simd::load(p.dy + i);
+  if constexpr (A == FusedActivation::None) return dy;
+  const V8 at = kFromOutput ? simd::load(p.y + i) : batch_norm_lanes::normalised(x, p.mean, p.scale, p.shift);
+  return batch_norm_lanes::maskGrad<A>(at, dy);
+}
+
+// The same for one element (the tails).
+template <FusedActivation A, bool kFromOutput>
+inline float maskedGrad(const PlaneSource& p, float mean, float scale, float shift, int64_t i) {
+  if constexpr (A == FusedActivation::None) return p.dy[i];
+  const float out =
+      kFromOutput ? p.y[i] : activate<A>(batch_norm_lanes::normalised(p.x[i], mean, scale, shift));
+  return maskGrad<A>(out, p.dy[i]);
+}
+
+// One plane's sum of g and of g * (x - mean), writing g to `masked` if asked:
+// per block of kSumBlock, sixteen lanes of each, then the lanes (pairwise) and
+// the tail (in order) in float, the block in double.
+template <FusedActivation A, bool kFromOutput, bool kWriteMasked>
+void planeGradSums(const PlaneSource& p, const float (&k)[3], int64_t len, double& sum_g, double& sum_g_dev,
+                   float* masked) {
+  for (int64_t start = 0; start < len; start += batch_norm_lanes::kSumBlock) {
+    const int64_t end = std::min(len, start + batch_norm_lanes::kSumBlock);
+    V8 g0 = simd::zero(), g1 = simd::zero(), d0 = simd::zero(), d1 = simd::zero();
+    int64_t i = start;
+    for (; i + 16 <= end; i += 16) {
+      const V8 x0 = simd::load(p.x + i), x1 = simd::load(p.x + i + 8);
+      const V8 m0 = maskedGrad<A, kFromOutput>(p, x0, i), m1 = maskedGrad<A, kFromOutput>(p, x1, i + 8);
+      if constexpr (kWriteMasked) {
+        simd::store(masked + i, m0);
+        simd::store(masked + i + 8, m1);
+      }
+      g0 = g0 + m0;
+      g1 = g1 + m1;
+      d0 = simd::fmadd(m0, x0 - p.mean, d0);
+      d1 = simd::fmadd(m1, x1 - p.mean, d1);
+    }
+    float sg = batch_norm_lanes::pairwiseSum(g0 + g1), sd = batch_norm_lanes::pairwiseSum(d0 + d1);
+    for (; i < end; ++i) {
+      const float g = maskedGrad<A, kFromOutput>(p, k[0], k[1], k[2], i);
+      if constexpr (kWriteMasked) masked[i] = g;
+      sg += g;
+      sd = std::fma(g, p.x[i] - k[0], sd);
+    }
+    sum_g += sg;
+    sum_g_dev += sd;
+  }
+}
+
+// dx = a * g + b * (x - mean) + c over one plane, as fma(a, g, b * (x -
+// mean)) + c.
+template <FusedActivation A, bool kFromOutput>
+void planeInputGrad(const PlaneSource& p, const float (&k)[3], int64_t len, float a, float b, float c,
+                    float* dx) {
+  const V8 va = simd::broadcast(a), vb = simd::broadcast(b), vc = simd::broadcast(c);
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    const V8 x = simd::load(p.x + i);
+    const V8 g = maskedGrad<A, kFromOutput>(p, x, i);
+    simd::store(dx + i, simd::fmadd(va, g, vb * (x - p.mean)) + vc);
+  }
+  for (; i < len; ++i) {
+    const float g = maskedGrad<A, kFromOutput>(p, k[0], k[1], k[2], i);
+    dx[i] = std::fma(a, g, b * (p.x[i] - k[0])) + c;
+  }
+}
+
+template <class PerPlane>
+void forEachPlane(const BatchNormGradInputs& in, PerPlane per_plane) {
+  for (int64_t s = 0; s < in.n; ++s)
+    for (int64_t c = 0; c < in.channels; ++c) {
+      const int64_t offset = (s * in.channels + c) * in.plane;
+      const bool masks = in.act != FusedActivation::None;
+      PlaneSource p{in.x + offset,
+                    in.y ? in.y + offset : nullptr,
+                    in.dy + offset,
+                    simd::broadcast(in.mean[c]),
+                    simd::broadcast(masks && !in.y ? in.scale[c] : 0.0f),
+                    simd::broadcast(masks && !in.y ? in.shift[c] : 0.0f)};
+      const float k[3] = {in.mean[c], masks && !in.y ? in.scale[c] : 0.0f,
+                          masks && !in.y ? in.shift[c] : 0.0f};
+      per_plane(p, k, c, offset);
+    }
+}
+
+// The row layout's g: dy masked at y or at the recomputed input.
+template <FusedActivation A>
+inline float rowGrad(const BatchNormGradInputs& in, int64_t at, int64_t c) {
+  if constexpr (A == FusedActivation::None) return in.dy[at];
+  const float mask_at =
+      in.y ? in.y[at] : batch_norm_lanes::normalised(in.x[at], in.mean[c], in.scale[c], in.shift[c]);
+  return maskGrad<A>(activate<A>(mask_at), in.dy[at]);
+}
+
+template <FusedActivation A>
+void gradSums(const BatchNormGradInputs& in, double* sum_g, double* sum_g_dev, float* masked) {
+  if (in.plane == 1) {
+    for (int64_t s = 0; s < in.n; ++s)
+      for (int64_t c = 0; c < in.channels; ++c) {
+        const int64_t at = s * in.channels + c;
+        const float g = rowGrad<A>(in, at, c);
+        if (masked) masked[at] = g;
+        sum_g[c] += g;
+        sum_g_dev[c] += static_cast<double>(g) * static_cast<double>(in.x[at] - in.mean[c]);
+      }
+    return;
+  }
+  const bool from_output = in.y != nullptr;
+  forEachPlane(in, [&](const PlaneSource& p, const float(&k)[3], int64_t c, int64_t offset) {
+    float* out = masked ? masked + offset : nullptr;
+    if (from_output && out)
+      planeGradSums<A, true, true>(p, k, in.plane, sum_g[c], sum_g_dev[c], out);
+    else if (from_output)
+      planeGradSums<A, true, false>(p, k, in.plane, sum_g[c], sum_g_dev[c], out);
+    else if (out)
+      planeGradSums<A, false, true>(p, k, in.plane, sum_g[c], sum_g_dev[c], out);
+    else
+      planeGradSums<A, false, false>(p, k, in.plane, sum_g[c], sum_g_dev[c], out);
+  });
+}
+
+template <FusedActivation A>
+void inputGrad(const BatchNormGradInputs& in, const float* a, const float* b, const float* c, float* dx) {
+  if (in.plane == 1) {
+    for (int64_t s = 0; s < in.n; ++s)
+      for (int64_t ch = 0; ch < in.channels; ++ch) {
+        const int64_t at = s * in.channels + ch;
+        const float g = rowGrad<A>(in, at, ch);
+        dx[at] = std::fma(a[ch], g, b[ch] * (in.x[at] - in.mean[ch])) + c[ch];
+      }
+    return;
+  }
+  forEachPlane(in, [&](const PlaneSource& p, const float(&k)[3], int64_t ch, int64_t offset) {
+    if (in.y)
+      planeInputGrad<A, true>(p, k, in.plane, a[ch], b[ch], c[ch], dx + offset);
+    else
+      planeInputGrad<A, false>(p, k, in.plane, a[ch], b[ch], c[ch], dx + offset);
+  });
+}
+
+}  // namespace
+
+void batchNormGradSums(const BatchNormGradInputs& in, double* sum_g, double* sum_g_dev, float* masked) {
+  withActivation(in.act, [&](auto a) { gradSums<decltype(a)::value>(in, sum_g, sum_g_dev, masked); });
+}
+
+void batchNormInputGrad(const BatchNormGradInputs& in, const float* a, const float* b, const float* c,
+                        float* dx) {
+  withActivation(in.act, [&](auto k) { inputGrad<decltype(k)::value>(in, a, b, c, dx); });
+}
+
+}  // namespace dtrain::ops
