@@ -64,16 +64,6 @@ inline V8 atMost(V8 a, V8 limit) { return {_mm256_min_ps(limit.v, a.v)}; }
 inline V8 whereBelow(V8 a, V8 limit, V8 b) {
   return {_mm256_and_ps(_mm256_cmp_ps(a.v, limit.v, _CMP_LT_OQ), b.v)};
 }
-// a's lanes [0, n), zeros in the others (n clamped to [0, 8]).
-inline V8 keepFirst(V8 a, int64_t n) { return {_mm256_and_ps(_mm256_castsi256_ps(laneMask(n)), a.v)}; }
-// The lanes' sum in a fixed order: p[j] = a[j] + a[j + 4], then
-// (p[0] + p[2]) + (p[1] + p[3]) (the generic path below adds alike).
-inline float laneSum(V8 a) {
-  const __m128 pairs = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
-  alignas(16) float p[4];
-  _mm_store_ps(p, pairs);
-  return (p[0] + p[2]) + (p[1] + p[3]);
-}
 // b where mask > 0, else 0 (the relu backward mask).
 inline V8 wherePositive(V8 mask, V8 b) {
   return {_mm256_and_ps(_mm256_cmp_ps(mask.v, _mm256_setzero_ps(), _CMP_GT_OQ), b.v)};
@@ -159,14 +149,6 @@ inline V8 atMost(V8 a, V8 limit) {
 inline V8 whereBelow(V8 a, V8 limit, V8 b) {
   for (int i = 0; i < 8; ++i) b.v[i] = a.v[i] < limit.v[i] ? b.v[i] : 0.0f;
   return b;
-}
-inline V8 keepFirst(V8 a, int64_t n) {
-  for (int64_t i = n < 0 ? 0 : n; i < 8; ++i) a.v[i] = 0.0f;
-  return a;
-}
-inline float laneSum(V8 a) {
-  const float p[4] = {a.v[0] + a.v[4], a.v[1] + a.v[5], a.v[2] + a.v[6], a.v[3] + a.v[7]};
-  return (p[0] + p[2]) + (p[1] + p[3]);
 }
 inline V8 shiftDown(V8 x, V8 next) {
   V8 r;
