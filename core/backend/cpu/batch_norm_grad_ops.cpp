@@ -26,21 +26,29 @@ struct PlaneSource {
   V8 mean, scale, shift;
 };
 
-// g = dy masked by A over the 8 lanes from i, or the first `lanes` of them
-// (the others 0, and neither read nor written); x is loaded by the caller.
-template <FusedActivation A, bool kFromOutput>
-inline V8 maskedGrad(const PlaneSource& p, V8 x, int64_t i) {
-  const V8 dy = simd::load(p.dy + i);
-  if constexpr (A == FusedActivation::None) return dy;
-  const V8 at = kFromOutput ? simd::load(p.y + i) : batch_norm_lanes::normalised(x, p.mean, p.scale, p.shift);
-  return batch_norm_lanes::maskGrad<A>(at, dy);
+// The 8 floats from p, or with kPartial its first `lanes` (the others 0,
+// and neither read nor written): the whole steps and a plane's last step
+// share one body.
+template <bool kPartial>
+inline V8 loadLanes(const float* p, int64_t lanes) {
+  if constexpr (kPartial) return simd::loadN(p, lanes);
+  return simd::load(p);
 }
-template <FusedActivation A, bool kFromOutput>
+template <bool kPartial>
+inline void storeLanes(float* p, V8 v, int64_t lanes) {
+  if constexpr (kPartial)
+    simd::storeN(p, v, lanes);
+  else
+    simd::store(p, v);
+}
+
+// g = dy masked by A over the lanes from i; x is loaded by the caller.
+template <FusedActivation A, bool kFromOutput, bool kPartial>
 inline V8 maskedGrad(const PlaneSource& p, V8 x, int64_t i, int64_t lanes) {
-  const V8 dy = simd::loadN(p.dy + i, lanes);
+  const V8 dy = loadLanes<kPartial>(p.dy + i, lanes);
   if constexpr (A == FusedActivation::None) return dy;
-  const V8 at =
-      kFromOutput ? simd::loadN(p.y + i, lanes) : batch_norm_lanes::normalised(x, p.mean, p.scale, p.shift);
+  const V8 at = kFromOutput ? loadLanes<kPartial>(p.y + i, lanes)
+                            : batch_norm_lanes::normalised(x, p.mean, p.scale, p.shift);
   return batch_norm_lanes::maskGrad<A>(at, dy);
 }
 
@@ -50,30 +58,26 @@ inline V8 maskedGrad(const PlaneSource& p, V8 x, int64_t i, int64_t lanes) {
 template <FusedActivation A, bool kFromOutput, bool kWriteMasked, bool kPartial>
 inline void addGradTerms(const PlaneSource& p, int64_t i, int64_t lanes, float* masked, V8& g0, V8& g1,
                          V8& d0, V8& d1) {
-  V8 x0, x1, m0, m1;
-  if constexpr (kPartial) {
-    x0 = simd::loadN(p.x + i, lanes);
-    x1 = simd::loadN(p.x + i + 8, lanes - 8);
-    m0 = maskedGrad<A, kFromOutput>(p, x0, i, lanes);
-    m1 = maskedGrad<A, kFromOutput>(p, x1, i + 8, lanes - 8);
-    if constexpr (kWriteMasked) {
-      simd::storeN(masked + i, m0, lanes);
-      simd::storeN(masked + i + 8, m1, lanes - 8);
-    }
-  } else {
-    x0 = simd::load(p.x + i);
-    x1 = simd::load(p.x + i + 8);
-    m0 = maskedGrad<A, kFromOutput>(p, x0, i);
-    m1 = maskedGrad<A, kFromOutput>(p, x1, i + 8);
-    if constexpr (kWriteMasked) {
-      simd::store(masked + i, m0);
-      simd::store(masked + i + 8, m1);
-    }
+  const V8 x0 = loadLanes<kPartial>(p.x + i, lanes), x1 = loadLanes<kPartial>(p.x + i + 8, lanes - 8);
+  const V8 m0 = maskedGrad<A, kFromOutput, kPartial>(p, x0, i, lanes);
+  const V8 m1 = maskedGrad<A, kFromOutput, kPartial>(p, x1, i + 8, lanes - 8);
+  if constexpr (kWriteMasked) {
+    storeLanes<kPartial>(masked + i, m0, lanes);
+    storeLanes<kPartial>(masked + i + 8, m1, lanes - 8);
   }
   g0 = g0 + m0;
   g1 = g1 + m1;
   d0 = simd::fmadd(m0, x0 - p.mean, d0);
   d1 = simd::fmadd(m1, x1 - p.mean, d1);
+}
+
+// dx = a * g + b * (x - mean) + c over the lanes from i, as fma(a, g, b * (x -
+// mean)) + c.
+template <FusedActivation A, bool kFromOutput, bool kPartial>
+inline void inputGradLanes(const PlaneSource& p, int64_t i, int64_t lanes, V8 a, V8 b, V8 c, float* dx) {
+  const V8 x = loadLanes<kPartial>(p.x + i, lanes);
+  const V8 g = maskedGrad<A, kFromOutput, kPartial>(p, x, i, lanes);
+  storeLanes<kPartial>(dx + i, simd::fmadd(a, g, b * (x - p.mean)) + c, lanes);
 }
 
 // One plane's sum of g and of g * (x - mean), writing g to `masked` if asked:
@@ -94,22 +98,12 @@ void planeGradSums(const PlaneSource& p, int64_t len, double& sum_g, double& sum
   }
 }
 
-// dx = a * g + b * (x - mean) + c over one plane, as fma(a, g, b * (x -
-// mean)) + c; the last, partial vector masked.
+// dx over one plane; the last, partial vector masked.
 template <FusedActivation A, bool kFromOutput>
 void planeInputGrad(const PlaneSource& p, int64_t len, V8 a, V8 b, V8 c, float* dx) {
   int64_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    const V8 x = simd::load(p.x + i);
-    const V8 g = maskedGrad<A, kFromOutput>(p, x, i);
-    simd::store(dx + i, simd::fmadd(a, g, b * (x - p.mean)) + c);
-  }
-  if (i < len) {
-    const int64_t lanes = len - i;
-    const V8 x = simd::loadN(p.x + i, lanes);
-    const V8 g = maskedGrad<A, kFromOutput>(p, x, i, lanes);
-    simd::storeN(dx + i, simd::fmadd(a, g, b * (x - p.mean)) + c, lanes);
-  }
+  for (; i + 8 <= len; i += 8) inputGradLanes<A, kFromOutput, false>(p, i, 8, a, b, c, dx);
+  if (i < len) inputGradLanes<A, kFromOutput, true>(p, i, len - i, a, b, c, dx);
 }
 
 template <class PerPlane>

@@ -101,26 +101,12 @@ void planeShiftedMoments(const float* v, int64_t len, float k, double& sum, doub
   }
 }
 
-// sum of (v - m)^2 over one plane, blocked as above.
+// sum of (v - m)^2 over one plane: the moments pass's squares, shifted by
+// the mean (a rare second round: its sum of deviations is not needed).
 double planeSquaredDeviations(const float* v, int64_t len, float m) {
-  const simd::V8 mv = simd::broadcast(m);
-  double total = 0.0;
-  for (int64_t start = 0; start < len; start += batch_norm_lanes::kSumBlock) {
-    const int64_t end = std::min(len, start + batch_norm_lanes::kSumBlock);
-    simd::V8 q = simd::zero();
-    int64_t i = start;
-    for (; i + 8 <= end; i += 8) {
-      const simd::V8 d = simd::load(v + i) - mv;
-      q = simd::fmadd(d, d, q);
-    }
-    float block = batch_norm_lanes::pairwiseSum(q);
-    for (; i < end; ++i) {
-      const float d = v[i] - m;
-      block = std::fma(d, d, block);
-    }
-    total += block;
-  }
-  return total;
+  double deviations = 0.0, squares = 0.0;
+  planeShiftedMoments(v, len, m, deviations, squares);
+  return squares;
 }
 
 }  // namespace
