@@ -19,7 +19,8 @@ namespace dtrain {
 
 struct StepScalars;
 
-enum class InitKind { Zeros, Ones, HeNormal, GlorotUniform };
+// Normal: N(0, init_std^2), GPT-2's fixed-scale initialisation.
+enum class InitKind { Zeros, Ones, HeNormal, GlorotUniform, Normal };
 
 // One trainable tensor of a layer, as the layer declares it after setup().
 struct ParamSpec {
@@ -28,6 +29,7 @@ struct ParamSpec {
   InitKind init = InitKind::Zeros;
   int64_t fan_in = 0;
   int64_t fan_out = 0;
+  double init_std = 0.0;  // InitKind::Normal
 };
 
 // Receives Model::backward's progress: layerDone(i) once node i's backward

@@ -10,9 +10,13 @@
 #include "core/nn/layers/dense.h"
 #include "core/nn/layers/depthwise_conv2d.h"
 #include "core/nn/layers/dropout.h"
+#include "core/nn/layers/embedding.h"
 #include "core/nn/layers/flatten.h"
+#include "core/nn/layers/gelu.h"
 #include "core/nn/layers/global_avg_pool.h"
+#include "core/nn/layers/layer_norm.h"
 #include "core/nn/layers/max_pool.h"
+#include "core/nn/layers/position_embedding.h"
 #include "core/nn/layers/relu.h"
 #include "core/nn/layers/relu6.h"
 
@@ -51,9 +55,13 @@ LayerRegistry builtinLayers() {
   r.add("dense", Dense::create);
   r.add("depthwise_conv2d", DepthwiseConv2d::create);
   r.add("dropout", Dropout::create);
+  r.add("embedding", Embedding::create);
   r.add("flatten", Flatten::create);
+  r.add("gelu", Gelu::create);
   r.add("global_avg_pool", GlobalAvgPool::create);
+  r.add("layer_norm", LayerNorm::create);
   r.add("max_pool", MaxPool::create);
+  r.add("position_embedding", PositionEmbedding::create);
   r.add("relu", Relu::create);
   r.add("relu6", Relu6::create);
   return r;

@@ -34,7 +34,7 @@ class LayerRegistry {
 };
 
 // dense, conv2d, depthwise_conv2d, batch_norm, max_pool, avg_pool, global_avg_pool, relu, relu6, dropout,
-// flatten, add, concat.
+// flatten, add, concat; for sequences embedding, position_embedding, layer_norm, gelu.
 LayerRegistry builtinLayers();
 
 }  // namespace dtrain

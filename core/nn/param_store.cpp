@@ -39,8 +39,8 @@ int64_t ParamStore::count() const {
 Tensor ParamStore::view(const Tensor& flat, size_t i) const {
   const ParamEntry& e = entries_.at(i);
   char* base = static_cast<char*>(const_cast<void*>(flat.raw()));
-  return Tensor::view(base + static_cast<size_t>(e.offset) * elementSize(flat.dtype()), e.shape, flat.device(),
-                      flat.dtype());
+  return Tensor::view(base + static_cast<size_t>(e.offset) * elementSize(flat.dtype()), e.shape,
+                      flat.device(), flat.dtype());
 }
 
 void ParamStore::initialize(uint64_t seed) {
@@ -62,6 +62,9 @@ void ParamStore::initialize(uint64_t seed) {
         for (int64_t j = 0; j < n; ++j) p[j] = static_cast<float>(rng.normal() * stddev);
         break;
       }
+      case InitKind::Normal:
+        for (int64_t j = 0; j < n; ++j) p[j] = static_cast<float>(rng.normal() * e.spec.init_std);
+        break;
       case InitKind::GlorotUniform: {
         double limit = std::sqrt(6.0 / std::max<int64_t>(1, e.spec.fan_in + e.spec.fan_out));
         for (int64_t j = 0; j < n; ++j) p[j] = static_cast<float>((2.0 * rng.uniformDouble() - 1.0) * limit);

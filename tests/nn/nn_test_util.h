@@ -72,9 +72,11 @@ struct GradCheckResult {
 // Checks the harness's input gradients and every parameter gradient against
 // central differences of L = sum(y * R) for a fixed random R. Every element is
 // checked when a tensor has at most max_per_tensor elements, else a random
-// sample of that many. See gradcheck_test.cpp for the choice of eps and tolerances.
+// sample of that many; the inputs are skipped when !check_inputs (token ids,
+// which have no gradient). See gradcheck_test.cpp for the choice of eps and tolerances.
 GradCheckResult gradCheck(Harness& h, Rng& rng, const LayerContext& ctx = {}, float eps = 1e-2f,
-                          double atol = 2e-3, double rtol = 2e-3, int64_t max_per_tensor = 400);
+                          double atol = 2e-3, double rtol = 2e-3, int64_t max_per_tensor = 400,
+                          bool check_inputs = true);
 
 // Every parameter of `store` (allocated) drawn from N(0, scale^2).
 inline void fillParams(ParamStore& store, Rng& rng, float scale) {

@@ -37,7 +37,7 @@ void CudaDense::checkParamsOf(DType dtype) const {
 }
 
 void CudaDense::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
-  const int64_t n = in[0]->dim(0), units = config_.units;
+  const int64_t n = in[0]->dim(0) * rows_per_sample_, units = config_.units;
   const DType t = in[0]->dtype();
   checkParamsOf(t);
   product(false, true, n, units, in_, in[0]->raw(), in_, weight_.raw(), in_, 0.0f, out.raw(), units, t, t);
@@ -47,7 +47,7 @@ void CudaDense::forward(const std::vector<const Tensor*>& in, Tensor& out, const
 
 void CudaDense::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                          const std::vector<Tensor*>& din, const LayerContext& ctx) {
-  const int64_t n = in[0]->dim(0), units = config_.units;
+  const int64_t n = in[0]->dim(0) * rows_per_sample_, units = config_.units;
   const DType t = dout.dtype();
   checkParamsOf(t);
   const void* dy = dout.raw();

@@ -18,22 +18,31 @@ std::unique_ptr<Layer> Dense::create(const std::string& name, const LayerOptions
   c.units = options.getInt("units");
   if (c.units <= 0) options.fail("units", "units must be > 0 (got " + std::to_string(c.units) + ")");
   c.bias = options.getBool("bias", true);
-  c.init = layer_util::readInit(options, defaults);
+  c.init = layer_util::readInit(options, defaults, /*allow_normal=*/true);
+  if (c.init == InitKind::Normal)
+    c.init_std = layer_util::readInitStd(options);
+  else if (options.has("init_std"))
+    options.fail("init_std", "init_std applies to init = \"normal\" only");
   options.finish();
   return std::make_unique<Dense>(name, c);
 }
 
 Shape Dense::setup(const std::vector<Shape>& inputs) {
   const Shape& s = layer_util::singleInput(*this, inputs);
-  if (s.rank() != 1)
-    throw ShapeError(layer_util::label(*this) + " expects a flat input, got " + s.str() +
+  // A sequence [T, C] is T rows of C (each token through the same weights);
+  // an image must be flattened first: applying the weights along its last
+  // axis alone is rarely what was meant.
+  if (s.rank() != 1 && s.rank() != 2)
+    throw ShapeError(layer_util::label(*this) + " expects a flat input or a sequence [T, C], got " + s.str() +
                      "; add a flatten layer before it");
-  in_ = s[0];
-  return Shape{config_.units};
+  in_ = s[s.rank() - 1];
+  rows_per_sample_ = s.rank() == 2 ? s[0] : 1;
+  return s.rank() == 2 ? Shape{s[0], config_.units} : Shape{config_.units};
 }
 
 std::vector<ParamSpec> Dense::paramSpecs() const {
   std::vector<ParamSpec> specs{{"weight", Shape{config_.units, in_}, config_.init, in_, config_.units}};
+  specs[0].init_std = config_.init_std;
   if (config_.bias) specs.push_back({"bias", Shape{config_.units}, InitKind::Zeros, in_, config_.units});
   return specs;
 }
@@ -54,7 +63,7 @@ bool Dense::fuseActivation(const std::string& type) {
 }
 
 void Dense::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
-  const int64_t n = in[0]->dim(0), units = config_.units;
+  const int64_t n = in[0]->dim(0) * rows_per_sample_, units = config_.units;
   // One gemm for the whole slice: [n, in] x [in, units]; then bias (+ relu) in
   // one pass over the output.
   ops::gemm(false, true, n, units, in_, 1.0f, in[0]->data(), in_, weight_.data(), in_, 0.0f, out.data(),
@@ -65,7 +74,7 @@ void Dense::forward(const std::vector<const Tensor*>& in, Tensor& out, const Lay
 
 void Dense::backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                      const std::vector<Tensor*>& din, const LayerContext& ctx) {
-  const int64_t n = in[0]->dim(0), units = config_.units;
+  const int64_t n = in[0]->dim(0) * rows_per_sample_, units = config_.units;
   // BackwardPart::Params comes with din null: the parameter gradients alone.
   const bool param_grads = ctx.backward_part != BackwardPart::Inputs;
   if (!param_grads && !din[0]) return;
@@ -85,11 +94,13 @@ void Dense::backward(const std::vector<const Tensor*>& in, const Tensor& out, co
 }
 
 int64_t Dense::forwardFlops() const {
-  return 2 * config_.units * in_ + (config_.bias ? config_.units : 0) + (relu_ ? config_.units : 0);
+  return rows_per_sample_ *
+         (2 * config_.units * in_ + (config_.bias ? config_.units : 0) + (relu_ ? config_.units : 0));
 }
 
 std::string Dense::describe() const {
   std::string s = std::to_string(config_.units) + " units";
+  if (rows_per_sample_ > 1) s += " per token";
   if (!config_.bias) s += ", no bias";
   if (relu_) s += ", relu fused";
   return s;

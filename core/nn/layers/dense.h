@@ -1,6 +1,6 @@
-// dense: y = x W^T + b on flat samples. Weight [units, in] (PyTorch layout),
-// bias [units]. Options: units (required, > 0), bias (default true),
-// init ("he" | "glorot", default from the model).
+// dense: y = x W^T + b on flat samples, or on each token of a sequence [T, C]. Weight [units, in] (PyTorch
+// layout), bias [units]. Options: units (required, > 0), bias (default true), init ("he" | "glorot", default
+// from the model).
 //
 // Ownership and threading: as every Layer (one replica, one thread at a time);
 // the parameter views are shared read-only, the gradient views are the
@@ -16,6 +16,7 @@ struct DenseConfig {
   int64_t units = 0;
   bool bias = true;
   InitKind init = InitKind::HeNormal;
+  double init_std = 0.02;  // InitKind::Normal
 };
 
 class Dense : public Layer {
@@ -42,7 +43,8 @@ class Dense : public Layer {
  protected:  // the CUDA layer (core/nn/cuda/cuda_dense.h) computes with these
   DenseConfig config_;
   int64_t in_ = 0;
-  bool relu_ = false;  // a following relu fused into this layer
+  int64_t rows_per_sample_ = 1;  // T of a sequence [T, in]; 1 for a flat input
+  bool relu_ = false;            // a following relu fused into this layer
   Tensor weight_, bias_, dweight_, dbias_;
 
  private:

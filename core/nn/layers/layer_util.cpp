@@ -17,12 +17,21 @@ std::string pairText(int64_t a, int64_t b, bool compact) {
   return std::to_string(a) + "x" + std::to_string(b);
 }
 
-InitKind readInit(const LayerOptions& options, const LayerDefaults& defaults) {
+InitKind readInit(const LayerOptions& options, const LayerDefaults& defaults, bool allow_normal) {
   const std::string fallback = defaults.weight_init == InitKind::GlorotUniform ? "glorot" : "he";
   const std::string init = options.getString("init", fallback);
   if (init == "he") return InitKind::HeNormal;
   if (init == "glorot") return InitKind::GlorotUniform;
-  options.fail("init", "init must be \"he\" or \"glorot\" (got \"" + init + "\")");
+  if (init == "normal" && allow_normal) return InitKind::Normal;
+  options.fail("init", std::string("init must be \"he\"") +
+                           (allow_normal ? ", \"glorot\" or \"normal\"" : " or \"glorot\"") + " (got \"" +
+                           init + "\")");
+}
+
+double readInitStd(const LayerOptions& options, double fallback) {
+  const double std = options.getFloat("init_std", fallback);
+  if (!(std >= 0.0)) options.fail("init_std", "init_std must be >= 0 (got " + std::to_string(std) + ")");
+  return std;
 }
 
 std::pair<int64_t, int64_t> readPositivePair(const LayerOptions& options, const std::string& key,

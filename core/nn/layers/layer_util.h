@@ -18,8 +18,11 @@ std::string label(const Layer& layer);
 const Shape& singleInput(const Layer& layer, const std::vector<Shape>& inputs);
 // "3x3", or "3" when square and `compact`.
 std::string pairText(int64_t a, int64_t b, bool compact = false);
-// The "init" option ("he" | "glorot"), defaulting to the model's choice.
-InitKind readInit(const LayerOptions& options, const LayerDefaults& defaults);
+// The "init" option ("he" | "glorot", and "normal" where allowed), defaulting
+// to the model's choice.
+InitKind readInit(const LayerOptions& options, const LayerDefaults& defaults, bool allow_normal = false);
+// The "init_std" option of a normal initialisation (>= 0).
+double readInitStd(const LayerOptions& options, double fallback = 0.02);
 // A pair option whose entries must be > 0 (or >= 0 when allow_zero).
 std::pair<int64_t, int64_t> readPositivePair(const LayerOptions& options, const std::string& key,
                                              std::pair<int64_t, int64_t> fallback, bool allow_zero = false);
