@@ -35,6 +35,7 @@ BatchLoader::BatchLoader(const Dataset& data, const Sampler& sampler, int64_t ba
       prefetch_(options.prefetch),
       shard_(options.shard),
       sample_numel_(data.sampleShape().numel()),
+      labels_per_sample_(data.labelsPerSample()),
       capacity_(std::max<int64_t>(
           1, shard_.world >= 1 ? ceilDiv(std::min(batch_size, sampler.size()), shard_.world) : 1)),
       pinned_(options.pinned),
@@ -134,7 +135,7 @@ bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t be
   // steady state allocates nothing.
   if (slot.batch.size != n || !slot.batch.images.data()) {
     slot.batch.images = n == capacity_ ? slot.full : slot.full.narrow(0, n);
-    slot.batch.labels.resize(static_cast<size_t>(n));
+    slot.batch.labels.resize(static_cast<size_t>(n * labels_per_sample_));
     slot.batch.size = n;
   }
   float* dst = slot.full.data();
@@ -145,7 +146,10 @@ bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t be
     if (stopping_.load(std::memory_order_relaxed) ||
         live_generation_.load(std::memory_order_relaxed) != generation)
       return false;
-    labels[i] = prepare(indices[i], epoch, dst + i * sample_numel_);
+    if (labels_per_sample_ == 1)
+      labels[i] = prepare(indices[i], epoch, dst + i * sample_numel_);
+    else  // token windows: neither augmented nor normalised (checked at construction)
+      data_.getWithLabels(indices[i], dst + i * sample_numel_, labels + i * labels_per_sample_);
     return true;
   });
 }

@@ -48,7 +48,7 @@ struct ByteBatch {
 
 struct Batch {
   Tensor images;                // Floats: [n,C,H,W], 64-byte aligned: pixels in [0,1], then normalised
-  std::vector<int32_t> labels;  // n labels
+  std::vector<int32_t> labels;  // n labels (n x T for token windows: Dataset::labelsPerSample)
   int64_t size = 0;             // n
   int64_t global_size = 0;      // samples of the global batch (all ranks) it is a slice of
   int64_t global_offset = 0;    // row of the global batch where this slice starts
@@ -121,7 +121,8 @@ class BatchLoader {
   const int prefetch_;
   const Shard shard_;
   const int64_t sample_numel_;
-  const int64_t capacity_;  // rows per buffer: the largest slice, or fewer for a small dataset
+  const int64_t labels_per_sample_;  // Dataset::labelsPerSample
+  const int64_t capacity_;           // rows per buffer: the largest slice, or fewer for a small dataset
   const bool pinned_;
   const bool low_priority_;
   const Normalisation normalisation_;

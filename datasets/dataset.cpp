@@ -6,6 +6,7 @@
 #include "datasets/idx_dataset.h"
 #include "datasets/image_folder_dataset.h"
 #include "datasets/synthetic_dataset.h"
+#include "datasets/token_windows.h"
 
 namespace dtrain {
 
@@ -33,12 +34,14 @@ std::unique_ptr<Dataset> openDataset(const DataSection& data, Split split, uint6
     return std::make_unique<CifarDataset>(CifarVariant::Cifar100, data.dir, split);
   if (data.dataset == "image_folder") return std::make_unique<ImageFolderDataset>(data, split);
   if (data.dataset == "synthetic") return std::make_unique<SyntheticDataset>(data, split, seed);
+  if (isTokenDataset(data.dataset)) return openTokenDataset(data, split);
   throw unknownDatasetError(data.dataset);
 }
 
 ConfigError unknownDatasetError(const std::string& name) {
-  return ConfigError("[data] dataset \"" + name +
-                     "\" is unknown; use fashion_mnist, idx, cifar10, cifar100, image_folder or synthetic");
+  return ConfigError(
+      "[data] dataset \"" + name +
+      "\" is unknown; use fashion_mnist, idx, cifar10, cifar100, image_folder, synthetic, tokens or text");
 }
 
 }  // namespace dtrain

@@ -43,6 +43,14 @@ class Dataset {
   // decoded original, before its resize, which keeps more detail.
   virtual int32_t getAugmented(int64_t index, const Augmentation& augmentation, uint64_t draw,
                                float* out) const;
+  // Labels per sample: 1 for images; T for a window of T tokens (each
+  // position's label is the token after it).
+  virtual int64_t labelsPerSample() const { return 1; }
+  // Writes the sample's floats and its labelsPerSample() labels. The default
+  // is get()'s single label.
+  virtual void getWithLabels(int64_t index, float* out, int32_t* labels) const {
+    labels[0] = get(index, out);
+  }
   // True when get() reads and decodes a file (worth several loader threads).
   virtual bool decodesFiles() const { return false; }
   // The samples as bytes when the dataset holds them so and get() is their

@@ -7,6 +7,7 @@
 #include "datasets/idx_file.h"
 #include "datasets/image_folder_dataset.h"
 #include "datasets/normalisation.h"
+#include "datasets/token_windows.h"
 
 namespace dtrain {
 
@@ -39,6 +40,16 @@ DatasetInfo peekShapeAndSizes(const DataSection& data) {
     info.classes = CifarDataset::variantClasses(v);
     info.train_samples = CifarDataset::splitSamples(v, data.dir, Split::Train);
     info.test_samples = CifarDataset::splitSamples(v, data.dir, Split::Test);
+    return info;
+  }
+  if (isTokenDataset(data.dataset)) {
+    // Reads the corpus: a token file's size is in its header, but a text's
+    // only after decompressing it.
+    const auto train = openTokenDataset(data, Split::Train), test = openTokenDataset(data, Split::Test);
+    info.sample_shape = train->sampleShape();
+    info.classes = train->classes();
+    info.train_samples = train->size();
+    info.test_samples = test->size();
     return info;
   }
   if (data.dataset == "image_folder") {

@@ -1,6 +1,7 @@
 #include "models/model_builder.h"
 
 #include "core/errors.h"
+#include "models/gpt_preset.h"
 #include "models/mobilenet_v2_preset.h"
 #include "models/preset_layers.h"
 #include "models/resnet_preset.h"
@@ -51,9 +52,10 @@ std::vector<LayerSpec> modelLayerSpecs(const ModelSection& model, int64_t classe
   if (model.preset == "cnn") return cnnLayers(model, classes);
   if (model.preset == "resnet") return resnetLayers(model, classes);
   if (model.preset == "mobilenet_v2") return mobilenetV2Layers(model, classes);
+  if (model.preset == "gpt") return gptLayers(model, classes);
   if (!model.preset.empty())
     throw ConfigError("[model] unknown preset '" + model.preset +
-                      "'; known presets: cnn, mlp, mobilenet_v2, resnet");
+                      "'; known presets: cnn, gpt, mlp, mobilenet_v2, resnet");
   return model.layers;
 }
 
@@ -67,7 +69,10 @@ std::unique_ptr<Model> buildModel(const ModelSection& model, const Shape& input_
                                   const LayerRegistry& registry) {
   auto built =
       std::make_unique<Model>(modelLayerSpecs(model, classes), input_shape, registry, layerDefaultsOf(model));
-  if (built->outputShape() != Shape{classes}) {
+  // A label per position of a sequence input [T] (a language model's next
+  // tokens): the output is [T, classes].
+  const bool per_position = input_shape.rank() == 1 && built->outputShape() == Shape{input_shape[0], classes};
+  if (built->outputShape() != Shape{classes} && !per_position) {
     const auto& last = built->nodes().back();
     std::string at = last.pos.str();
     throw ConfigError((at.empty() ? "" : at + ": ") + "[model.layers] the output layer '" +

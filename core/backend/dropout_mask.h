@@ -11,6 +11,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "core/backend/host_device.h"
 
@@ -64,5 +65,16 @@ inline uint32_t dropThreshold(float rate) {
 
 // The factor kept elements are multiplied by (inverted dropout).
 inline float keptScale(float rate) { return 1.0f / (1.0f - rate); }
+
+// v when keep, else +0.0f, by masking the bits: GCC does not turn a float
+// select into a blend (under -ftrapping-math it treats it as control flow),
+// and that alone would keep a CPU loop over it from vectorising. Host only.
+inline float keptOrZero(float v, bool keep) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0u - static_cast<uint32_t>(keep);
+  std::memcpy(&v, &bits, sizeof bits);
+  return v;
+}
 
 }  // namespace dtrain::dropout_mask

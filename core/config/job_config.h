@@ -54,7 +54,7 @@ struct LayerSpec {
 };
 
 struct ModelSection {
-  std::string preset;  // "mlp" | "cnn" | "resnet" | "mobilenet_v2" | "" when `layers` is given
+  std::string preset;  // "mlp" | "cnn" | "resnet" | "mobilenet_v2" | "gpt" | "" when `layers` is given
   std::vector<int64_t> hidden = {512, 256};  // mlp: widths of the hidden dense layers
   double dropout = 0.0;                      // mlp: dropout after each hidden relu (0 = none)
   std::string init = "he";                   // "he" | "glorot": weight initialisation
@@ -62,12 +62,20 @@ struct ModelSection {
   // or 18, 34 (basic blocks), 50, 101, 152 (bottleneck blocks): torchvision's
   // ImageNet-style ResNets, for larger images
   int64_t depth = 20;
-  double width = 1.0;             // mobilenet_v2: width multiplier of every layer's channels
+  double width = 1.0;  // mobilenet_v2: width multiplier of every layer's channels
+  // gpt (models/gpt_preset.h): blocks (the key `layers = N`), attention heads,
+  // model width (a multiple of heads) and positions.
+  int64_t blocks = 6;
+  bool blocks_given = false;  // `layers = N` was written
+  int64_t heads = 6;
+  int64_t dim = 384;
+  int64_t context = 256;
   std::vector<LayerSpec> layers;  // explicit layer list (instead of a preset)
 };
 
 struct DataSection {
-  // "fashion_mnist" | "idx" | "cifar10" | "cifar100" | "image_folder" | "synthetic"
+  // "fashion_mnist" | "idx" | "cifar10" | "cifar100" | "image_folder" | "synthetic",
+  // or for language models "tokens" | "text" (datasets/token_windows.h)
   std::string dataset = "fashion_mnist";
   // idx / fashion_mnist: a directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]
   std::string dir = "/usr/share/datasets/fashion-mnist";
@@ -97,6 +105,17 @@ struct DataSection {
   std::vector<int64_t> image_size = {224, 224};  // [height, width] every image is resized to
   int64_t channels = 3;                          // 3 = RGB, 1 = grey
   std::string bad_images = "skip";               // unreadable images: "skip" (reported) | "fail"
+
+  // tokens / text: `files` (a path or glob) is the training corpus; the
+  // validation split is `validation_files` when set, else the last
+  // validation_fraction of `files`' tokens. Samples are windows of `context`
+  // tokens, each position labelled with the token after it. tokens: llm.c's
+  // token files or headerless uint16 files, every id checked against `vocab`
+  // (GPT-2's 50257 by default); text: one token per byte, vocab 256.
+  std::string files;
+  std::string validation_files;
+  int64_t context = 256;
+  int64_t vocab = 50257;
 
   // Per-channel normalisation (x - mean) / std of the [0,1] pixels, any
   // dataset; empty = none. One value applies to every channel.

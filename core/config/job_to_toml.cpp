@@ -154,6 +154,9 @@ std::string jobToToml(const JobConfig& resolved) {
     for (const JobField& f : jobFields())
       if (section == f.section && fieldWritten(job, f))
         out += std::string(f.key) + " = " + std::visit(TextOf{}, f.cref(job)) + "\n";
+    // The gpt preset's block count shares the key of a layer list.
+    if (section == "model" && job.model.preset == "gpt")
+      out += "layers = " + std::to_string(job.model.blocks) + "\n";
     if (section == "model") writeLayers(out, job.model.layers);
     if (section == "strategy") writeStages(out, job.strategy.stage_layers);
     if (section == "cluster") writeHosts(out, job.cluster.hosts);
@@ -169,7 +172,9 @@ toml::table jobToTable(const JobConfig& resolved) {
     toml::table t;
     for (const JobField& f : jobFields())
       if (section == f.section && fieldWritten(job, f)) std::visit(Insert{t, f.key}, f.cref(job));
-    if (section == "model") {
+    if (section == "model" && job.model.preset == "gpt") {
+      t.insert("layers", job.model.blocks);
+    } else if (section == "model") {
       toml::array layers;
       for (const LayerSpec& layer : job.model.layers) layers.push_back(layerTable(layer));
       t.insert("layers", std::move(layers));

@@ -60,6 +60,12 @@ void readStageLayers(JobConfig& job, const toml::array& stages, const ValueOrigi
 void readSection(JobConfig& job, const std::string& section, const toml::table& table,
                  const ValueOrigin& where) {
   for (const TableEntry& e : entriesInFileOrder(table)) {
+    if (section == "model" && e.key == "layers" && e.node->is_integer()) {  // gpt's block count
+      job.model.blocks = e.node->as_integer()->get();
+      job.model.blocks_given = true;
+      job.positions["model.layers"] = where.at(*e.node);
+      continue;
+    }
     if (section == "model" && e.key == "layers") {
       job.model.layers = parseLayers(*e.node, where);
       job.positions["model.layers"] = where.at(*e.node);

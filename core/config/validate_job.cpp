@@ -119,10 +119,24 @@ void checkLayers(const std::vector<LayerSpec>& layers) {
 }
 
 void checkModel(const Checker& c, const ModelSection& m) {
-  if (!m.preset.empty()) c.oneOf("model.preset", m.preset, {"mlp", "cnn", "resnet", "mobilenet_v2"});
+  if (!m.preset.empty()) c.oneOf("model.preset", m.preset, {"mlp", "cnn", "resnet", "mobilenet_v2", "gpt"});
   if (m.preset.empty() && m.layers.empty())
-    c.failSection("model",
-                  "needs a preset ('mlp', 'cnn', 'resnet' or 'mobilenet_v2') or a list of [[model.layers]]");
+    c.failSection(
+        "model",
+        "needs a preset ('mlp', 'cnn', 'resnet', 'mobilenet_v2' or 'gpt') or a list of [[model.layers]]");
+  if (m.blocks_given && m.preset != "gpt")
+    c.fail("model.layers",
+           "= " + std::to_string(m.blocks) +
+               " counts the gpt preset's blocks; set preset = \"gpt\", or list layers as [[model.layers]]");
+  if (m.preset == "gpt") {
+    c.intRange("model.layers", m.blocks, 1, 1024);
+    c.intRange("model.heads", m.heads, 1, 1024);
+    c.intRange("model.dim", m.dim, 1, 1 << 16);
+    c.intRange("model.context", m.context, 1, 1 << 20);
+    if (m.dim % m.heads != 0)
+      c.fail("model.dim",
+             "must be a multiple of heads (" + std::to_string(m.heads) + ")" + Checker::got(m.dim));
+  }
   if (!m.preset.empty() && !m.layers.empty())
     c.fail("model.preset", "'" + m.preset + "' and [[model.layers]] are both given; use one or the other");
   if (m.preset == "mlp") {
@@ -136,7 +150,8 @@ void checkModel(const Checker& c, const ModelSection& m) {
       m.depth == 18 || m.depth == 34 || m.depth == 50 || m.depth == 101 || m.depth == 152;
   if (m.preset == "resnet" && !(imagenet_depth || (m.depth >= 8 && (m.depth - 2) % 6 == 0)))
     c.fail("model.depth",
-           "must be 18, 34, 50, 101 or 152 (torchvision's ResNets) or 6n+2 for a CIFAR-style ResNet: 20, 32, 44, "
+           "must be 18, 34, 50, 101 or 152 (torchvision's ResNets) or 6n+2 for a CIFAR-style ResNet: 20, 32, "
+           "44, "
            "56, 110 (got " +
                std::to_string(m.depth) + ")");
   c.finite("model.width", m.width);
@@ -211,8 +226,19 @@ constexpr int64_t kMaxDeviceCacheMb = int64_t{1} << 20;
 
 void checkData(const Checker& c, const DataSection& d) {
   c.oneOf("data.dataset", d.dataset,
-          {"fashion_mnist", "idx", "cifar10", "cifar100", "image_folder", "synthetic"});
-  if (d.dataset != "synthetic") checkDatasetDir(c, d);
+          {"fashion_mnist", "idx", "cifar10", "cifar100", "image_folder", "synthetic", "tokens", "text"});
+  const bool tokens = d.dataset == "tokens" || d.dataset == "text";
+  if (tokens) {
+    if (d.files.empty())
+      c.fail("data.files",
+             "dataset \"" + d.dataset + "\" needs files = \"PATH or GLOB\" (the training corpus)");
+    c.intRange("data.context", d.context, 1, int64_t{1} << 20);
+    c.intRange("data.vocab", d.vocab, 2, int64_t{1} << 31);
+    if (d.validation_files.empty() && !(d.validation_fraction > 0 && d.validation_fraction < 1))
+      c.fail("data.validation_fraction",
+             "must be in (0, 1) when no validation_files are given" + Checker::got(d.validation_fraction));
+  }
+  if (d.dataset != "synthetic" && !tokens) checkDatasetDir(c, d);
   if (d.dataset == "image_folder") checkImageFolder(c, d);
   checkNormalisation(c, d);
   checkAugmentation(c, d);
@@ -263,10 +289,11 @@ void checkTrain(const Checker& c, const TrainSection& t) {
 void checkPrecision(const Checker& c, const JobConfig& job) {
   if (job.job.precision != "fp16" || job.strategy.type != "parameter_server") return;
   if (job.strategy.consistency != "sync")
-    c.failOr("job.precision", "strategy.consistency",
-             "\"fp16\" needs a parameter server with consistency = \"sync\" (asynchronous workers never agree "
-             "on a step's overflow, so their loss scales would part); use precision = \"bf16\", which needs no "
-             "loss scale, or consistency = \"sync\"");
+    c.failOr(
+        "job.precision", "strategy.consistency",
+        "\"fp16\" needs a parameter server with consistency = \"sync\" (asynchronous workers never agree "
+        "on a step's overflow, so their loss scales would part); use precision = \"bf16\", which needs no "
+        "loss scale, or consistency = \"sync\"");
   if (job.strategy.gradient_push == "during_backward")
     c.failOr("job.precision", "strategy.gradient_push",
              "\"fp16\" pushes gradients after backward (a part sent during it cannot be unscaled yet); use "

@@ -5,6 +5,7 @@
 #include "core/nn/layers/add.h"
 #include "core/nn/layers/avg_pool.h"
 #include "core/nn/layers/batch_norm.h"
+#include "core/nn/layers/causal_self_attention.h"
 #include "core/nn/layers/concat.h"
 #include "core/nn/layers/conv2d.h"
 #include "core/nn/layers/dense.h"
@@ -50,6 +51,7 @@ LayerRegistry builtinLayers() {
   r.add("add", Add::create);
   r.add("avg_pool", AvgPool::create);
   r.add("batch_norm", BatchNorm::create);
+  r.add("causal_self_attention", CausalSelfAttention::create);
   r.add("concat", Concat::create);
   r.add("conv2d", Conv2d::create);
   r.add("dense", Dense::create);

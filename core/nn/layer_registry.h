@@ -34,7 +34,8 @@ class LayerRegistry {
 };
 
 // dense, conv2d, depthwise_conv2d, batch_norm, max_pool, avg_pool, global_avg_pool, relu, relu6, dropout,
-// flatten, add, concat; for sequences embedding, position_embedding, layer_norm, gelu.
+// flatten, add, concat; for sequences embedding, position_embedding,
+// layer_norm, gelu, causal_self_attention.
 LayerRegistry builtinLayers();
 
 }  // namespace dtrain

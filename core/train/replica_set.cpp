@@ -26,6 +26,11 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   const LayerRegistry device_layers = device.isCpu() ? LayerRegistry() : layersFor(device, gpu);
   const LayerRegistry& layers = device.isCpu() ? registry : device_layers;
   for (auto& r : replicas_) r.model = buildModel(model, input_shape, classes, layers);
+  labels_per_sample_ = replicas_[0].model->outputShape().numel() / classes;
+  if (!device.isCpu() && labels_per_sample_ != 1)
+    throw ConfigError(
+        "a model predicting every position of a sequence trains on the CPU only for now; set [job] device = "
+        "\"cpu\"");
   replicas_[0].model->registerParams(store_);
   store_.allocate(device);
   replicas_[0].model->registerBuffers(buffers_);
@@ -35,7 +40,7 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   for (auto& r : replicas_) {
     r.grads = store_.gradBuffer();
     r.model->bind(store_, r.grads, capacity_, &buffers_);
-    r.dlogits = Tensor::empty(Shape{capacity_, classes}, device);
+    r.dlogits = Tensor::empty(Shape{capacity_ * labels_per_sample_, classes}, device);
   }
   if (!device.isCpu()) {
     device_input_ = Tensor::empty(input_shape.withBatch(capacity_), device);
@@ -243,15 +248,19 @@ void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, floa
     StepProfile* profile = training && t == 0 ? profile_ : nullptr;  // replica 0 speaks for the others
     ctx.layer_timer = profile;
     const Tensor& logits = r.model->forward(input, ctx);
-    Tensor dlogits = r.dlogits.narrow(0, len);
+    // A sequence model's positions are rows of the loss like samples; the
+    // gradient stays that of the mean over all of the global batch's labels.
+    const int64_t rows = len * labels_per_sample_;
+    Tensor dlogits = r.dlogits.narrow(0, rows).reshape(logits.shape());
     int64_t correct = 0;
     if (profile) profile->beginPhase(DevicePhase::Loss);
     r.figures.loss_sum +=
-        ops::softmaxCrossEntropy(logits.data(), batch.labels.data() + start, len, classes_, grad_scale,
+        ops::softmaxCrossEntropy(logits.data(), batch.labels.data() + start * labels_per_sample_, rows,
+                                 classes_, grad_scale / static_cast<float>(labels_per_sample_),
                                  dlogits.data(), &correct, training ? label_smoothing_ : 0.0f);
     if (profile) profile->endPhase(DevicePhase::Loss);
     r.figures.correct += correct;
-    r.figures.samples += len;
+    r.figures.samples += rows;
     if (training) r.model->backward(input, dlogits, ctx);
   }
   if (training && listener && begin == end) {  // nothing to compute: its gradients stay zero

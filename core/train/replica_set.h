@@ -142,6 +142,9 @@ class ReplicaSet {
   void clearGradients();
   // Forward only, inference mode.
   BatchFigures evaluate(const Batch& batch);
+  // 1, or T for a model whose output [T, classes] predicts each position of
+  // a sequence (its loss, accuracy and sample counts are then per token).
+  int64_t labelsPerSample() const { return labels_per_sample_; }
   // Replica 0's gradient buffer: after sumGradients, the whole batch's gradient.
   // Whoever consumes it zeroes it again before the next trainStep.
   Tensor& grads() { return replicas_[0].grads; }
@@ -174,6 +177,7 @@ class ReplicaSet {
   std::vector<Replica> replicas_;
   int64_t capacity_;  // samples per replica per pass
   int64_t classes_;
+  int64_t labels_per_sample_ = 1;  // T when the model predicts every position of a sequence
   Device device_;
   Tensor device_input_;                  // GPU: the batch's images, copied from the loader
   std::unique_ptr<DeviceLoss> loss_;     // GPU: the loss kernel and its sums

@@ -183,8 +183,8 @@ TEST_CASE("values of the wrong type name the key, the value and the expected typ
 }
 
 TEST_CASE("malformed layer entries are reported") {
-  CHECK(configErrorOf([] { parseJobString("[model]\nlayers = 3\n", "job.toml"); }) ==
-        "job.toml:2:10: [model] layers must be an array of tables ([[model.layers]]) (got integer 3)");
+  CHECK(configErrorOf([] { parseJobString("[model]\nlayers = 3.5\n", "job.toml"); }) ==
+        "job.toml:2:10: [model] layers must be an array of tables ([[model.layers]]) (got float 3.5)");
   CHECK(configErrorOf([] { parseJobString("[model]\nlayers = [1]\n", "job.toml"); }) ==
         "job.toml:2:11: [model] layers[0] must be a table (got integer 1)");
   CHECK(configErrorOf([] { parseJobString("[[model.layers]]\ntype = \"dense\"\n", "job.toml"); }) ==

@@ -88,14 +88,15 @@ TEST_CASE("enumerated values list the choices and suggest the closest") {
         "mean "
         "'cosine'?)");
   CHECK(validationError("", {"model.preset=resnet50"}) ==
-        "--set model.preset=resnet50: [model] preset must be one of 'mlp', 'cnn', 'resnet', 'mobilenet_v2' "
+        "--set model.preset=resnet50: [model] preset must be one of 'mlp', 'cnn', 'resnet', 'mobilenet_v2', "
+        "'gpt' "
         "(got "
         "\"resnet50\"; did you mean 'resnet'?)");
   CHECK(validationError("", {"model.init=xavier"}) ==
         "--set model.init=xavier: [model] init must be one of 'he', 'glorot' (got \"xavier\")");
   CHECK(validationError("", {"data.dataset=mnist"}) ==
         "--set data.dataset=mnist: [data] dataset must be one of 'fashion_mnist', 'idx', 'cifar10', "
-        "'cifar100', 'image_folder', 'synthetic' (got "
+        "'cifar100', 'image_folder', 'synthetic', 'tokens', 'text' (got "
         "\"mnist\")");
 }
 
@@ -106,13 +107,13 @@ TEST_CASE("nesterov needs momentum") {
 
 TEST_CASE("the model is either a preset or a list of layers") {
   CHECK(configErrorOf([] { validateJob(parseJobString("[data]\ndataset = \"synthetic\"\n", "job.toml")); }) ==
-        "job.toml: [model] needs a preset ('mlp', 'cnn', 'resnet' or 'mobilenet_v2') or a list of "
+        "job.toml: [model] needs a preset ('mlp', 'cnn', 'resnet', 'mobilenet_v2' or 'gpt') or a list of "
         "[[model.layers]]");
   CHECK(configErrorOf([] {
           validateJob(
               parseJobString("[model]\ninit = \"he\"\n[data]\ndataset = \"synthetic\"\n", "job.toml"));
         }) ==
-        "job.toml:1:1: [model] needs a preset ('mlp', 'cnn', 'resnet' or 'mobilenet_v2') or a list of "
+        "job.toml:1:1: [model] needs a preset ('mlp', 'cnn', 'resnet', 'mobilenet_v2' or 'gpt') or a list of "
         "[[model.layers]]");
   CHECK(validationError("\n[[model.layers]]\nname = \"fc\"\ntype = \"dense\"\n") ==
         "job.toml:2:10: [model] preset 'mlp' and [[model.layers]] are both given; use one or the other");

@@ -152,7 +152,8 @@ TEST_CASE("shapes, parameter specs, flops and descriptions") {
 TEST_CASE("shape errors name the layer and the expectation") {
   Dense fc("fc1", DenseConfig{10, true, InitKind::HeNormal});
   CHECK(shapeError(fc, {Shape{32, 7, 7}}) ==
-        "layer 'fc1' (dense) expects a flat input, got [32,7,7]; add a flatten layer before it");
+        "layer 'fc1' (dense) expects a flat input or a sequence [T, C], got [32,7,7]; add a flatten layer "
+        "before it");
   Conv2dConfig c;
   c.filters = 4;
   c.kernel_h = c.kernel_w = 5;

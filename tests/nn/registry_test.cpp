@@ -32,9 +32,24 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 }  // namespace
 
 TEST_CASE("registry lists the built-in types") {
-  const std::vector<std::string> expected = {
-      "add",     "avg_pool", "batch_norm",      "concat",   "conv2d", "dense", "depthwise_conv2d",
-      "dropout", "flatten",  "global_avg_pool", "max_pool", "relu",   "relu6"};
+  const std::vector<std::string> expected = {"add",
+                                             "avg_pool",
+                                             "batch_norm",
+                                             "causal_self_attention",
+                                             "concat",
+                                             "conv2d",
+                                             "dense",
+                                             "depthwise_conv2d",
+                                             "dropout",
+                                             "embedding",
+                                             "flatten",
+                                             "gelu",
+                                             "global_avg_pool",
+                                             "layer_norm",
+                                             "max_pool",
+                                             "position_embedding",
+                                             "relu",
+                                             "relu6"};
   CHECK(builtinLayers().types() == expected);
   for (const std::string& t : expected) CHECK(builtinLayers().has(t));
 }
@@ -42,10 +57,11 @@ TEST_CASE("registry lists the built-in types") {
 TEST_CASE("registry: unknown type lists the known ones") {
   const std::string msg = configError("conv", opts("c1", "conv", {}));
   CHECK(contains(msg, "unknown layer type 'conv' for layer 'c1'"));
-  CHECK(contains(
-      msg,
-      "; known types: add, avg_pool, batch_norm, concat, conv2d, dense, depthwise_conv2d, dropout, flatten, "
-      "global_avg_pool, max_pool, relu, relu6"));
+  CHECK(contains(msg,
+                 "; known types: add, avg_pool, batch_norm, causal_self_attention, concat, conv2d, dense, "
+                 "depthwise_conv2d, "
+                 "dropout, embedding, flatten, gelu, global_avg_pool, layer_norm, max_pool, "
+                 "position_embedding, relu, relu6"));
   CHECK(contains(msg, "did you mean 'conv2d'"));
   CHECK(contains(msg, "job.toml:30:1"));
 }
@@ -104,7 +120,12 @@ TEST_CASE("registry: option errors name the option and its position") {
   msg = configError("conv2d", opts("c", "conv2d", {{"filters", int64_t{4}}, {"filter", int64_t{4}}}));
   CHECK(contains(msg, "unknown option 'filter'"));
   msg = configError("dense", opts("fc", "dense", {{"units", int64_t{4}}, {"init", std::string("xavier")}}));
-  CHECK(contains(msg, "init must be \"he\" or \"glorot\" (got \"xavier\")"));
+  CHECK(contains(msg, "init must be \"he\", \"glorot\" or \"normal\" (got \"xavier\")"));
+  msg =
+      configError("conv2d", opts("c", "conv2d", {{"filters", int64_t{4}}, {"init", std::string("normal")}}));
+  CHECK(contains(msg, "init must be \"he\" or \"glorot\" (got \"normal\")"));
+  msg = configError("dense", opts("fc", "dense", {{"units", int64_t{4}}, {"init_std", 0.1}}));
+  CHECK(contains(msg, "init_std applies to init = \"normal\" only"));
   msg = configError("dense", opts("fc", "dense", {{"units", int64_t{-3}}}));
   CHECK(contains(msg, "units must be > 0 (got -3)"));
   msg = configError("dense", opts("fc", "dense", {{"units", 2.5}}));

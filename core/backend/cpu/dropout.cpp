@@ -11,22 +11,11 @@ namespace dtrain::ops {
 
 namespace {
 
-// v when keep, else +0.0f, by masking the bits: GCC does not turn a float
-// select into a blend (under -ftrapping-math it treats it as control flow),
-// and that alone would keep the loop below from vectorising.
-inline float keptOrZero(float v, bool keep) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  bits &= 0u - static_cast<uint32_t>(keep);
-  std::memcpy(&v, &bits, sizeof bits);
-  return v;
-}
-
 // out[e] = keep(e) ? in[e] * scale : 0 for one row.
 void applyRow(const float* __restrict in, float* __restrict out, int64_t cols, uint64_t row_key,
               uint32_t threshold, float scale) {
   for (int64_t e = 0; e < cols; ++e)
-    out[e] = keptOrZero(in[e] * scale, dropout_mask::keep(row_key, e, threshold));
+    out[e] = dropout_mask::keptOrZero(in[e] * scale, dropout_mask::keep(row_key, e, threshold));
 }
 
 void apply(const float* in, float* out, int64_t rows, int64_t cols, float rate, const DropoutKey& key) {

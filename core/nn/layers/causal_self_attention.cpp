@@ -1,0 +1,89 @@
+#include "core/nn/layers/causal_self_attention.h"
+
+#include <cstdio>
+
+#include "core/backend/attention_ops.h"
+#include "core/backend/dropout_mask.h"
+#include "core/errors.h"
+#include "core/nn/layers/layer_util.h"
+
+namespace dtrain {
+
+CausalSelfAttention::CausalSelfAttention(std::string name, CausalSelfAttentionConfig config)
+    : Layer(std::move(name)), config_(config) {
+  if (config_.heads <= 0) throw ConfigError(layer_util::label(*this) + ": heads must be > 0");
+  if (!(config_.dropout >= 0.0 && config_.dropout < 1.0))
+    throw ConfigError(layer_util::label(*this) + ": dropout must be in [0, 1)");
+}
+
+std::unique_ptr<Layer> CausalSelfAttention::create(const std::string& name, const LayerOptions& options,
+                                                   const LayerDefaults& defaults) {
+  CausalSelfAttentionConfig c;
+  c.heads = options.getInt("heads");
+  if (c.heads <= 0) options.fail("heads", "heads must be > 0 (got " + std::to_string(c.heads) + ")");
+  c.dropout = options.getFloat("dropout", 0.0);
+  if (!(c.dropout >= 0.0 && c.dropout < 1.0))
+    options.fail("dropout", "dropout must be in [0, 1) (got " + std::to_string(c.dropout) + ")");
+  options.finish();
+  return std::make_unique<CausalSelfAttention>(name, c);
+}
+
+Shape CausalSelfAttention::setup(const std::vector<Shape>& inputs) {
+  const Shape& s = layer_util::singleInput(*this, inputs);
+  if (s.rank() != 2 || s[1] % 3 != 0)
+    throw ShapeError(layer_util::label(*this) + " expects [T, 3C] (each token's query, key and value), got " +
+                     s.str() + "; put a dense layer of 3C units before it");
+  tokens_ = s[0];
+  channels_ = s[1] / 3;
+  if (channels_ % config_.heads != 0)
+    throw ShapeError(layer_util::label(*this) + ": " + std::to_string(config_.heads) +
+                     " heads do not divide " + std::to_string(channels_) + " channels");
+  return Shape{tokens_, channels_};
+}
+
+namespace {
+
+ops::AttentionDropout dropoutOf(double rate, const LayerContext& ctx) {
+  ops::AttentionDropout d;
+  if (!ctx.training || rate <= 0.0) return d;
+  d.rate = static_cast<float>(rate);
+  d.seed = dropout_mask::layerKey(ctx.seed, ctx.layer_index);
+  d.sample_offset = ctx.sample_offset;
+  return d;
+}
+
+}  // namespace
+
+void CausalSelfAttention::forward(const std::vector<const Tensor*>& in, Tensor& out,
+                                  const LayerContext& ctx) {
+  const ops::AttentionShape s{in[0]->dim(0), tokens_, config_.heads, channels_ / config_.heads};
+  ops::causalAttentionForward(s, in[0]->data(), out.data(), lse_.floats(s.batch * s.heads * s.seq),
+                              dropoutOf(config_.dropout, ctx),
+                              scratch_.floats(ops::attentionScratchFloats(s)));
+}
+
+void CausalSelfAttention::backward(const std::vector<const Tensor*>& in, const Tensor& out,
+                                   const Tensor& dout, const std::vector<Tensor*>& din,
+                                   const LayerContext& ctx) {
+  if (!din[0]) return;  // no parameters: nothing else to compute
+  const ops::AttentionShape s{in[0]->dim(0), tokens_, config_.heads, channels_ / config_.heads};
+  ops::causalAttentionBackward(
+      s, in[0]->data(), out.data(), dout.data(), lse_.floats(s.batch * s.heads * s.seq), din[0]->data(),
+      dropoutOf(config_.dropout, ctx), scratch_.floats(ops::attentionScratchFloats(s)));
+}
+
+int64_t CausalSelfAttention::forwardFlops() const {
+  // Q K^T and P V over the causal half: 2 products of T^2/2 x head_dim per head.
+  return 2 * tokens_ * (tokens_ + 1) / 2 * channels_ * 2;
+}
+
+std::string CausalSelfAttention::describe() const {
+  char text[96];
+  std::snprintf(text, sizeof text, "%lld heads of %lld, causal", static_cast<long long>(config_.heads),
+                static_cast<long long>(channels_ / config_.heads));
+  std::string s = text;
+  if (config_.dropout > 0) s += ", dropout " + std::to_string(config_.dropout).substr(0, 4);
+  return s;
+}
+
+}  // namespace dtrain

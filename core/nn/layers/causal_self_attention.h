@@ -1,0 +1,48 @@
+// causal_self_attention: multi-head scaled dot-product attention in which
+// each position sees itself and the positions before it (a GPT decoder's).
+// Input [T, 3C]: each token's query, key and value side by side (a dense
+// layer of 3C units before it computes them), head h in columns
+// [h*C/heads, (h+1)*C/heads) of each; output [T, C], heads side by side (a
+// dense layer after it projects them). Options: heads (> 0, dividing C),
+// dropout (on the attention probabilities in training, default 0).
+// Memory stays linear in T: the kernel (core/backend/attention_ops.h) never
+// stores the T x T scores; backward recomputes them from the inputs and each
+// row's log-sum-exp, which forward keeps.
+//
+// Ownership and threading: as every Layer; the log-sum-exp and the kernel's
+// scratch are this instance's.
+#pragma once
+#include "core/nn/layer.h"
+#include "core/nn/layer_registry.h"
+#include "core/nn/layers/scratch.h"
+
+namespace dtrain {
+
+struct CausalSelfAttentionConfig {
+  int64_t heads = 0;
+  double dropout = 0.0;
+};
+
+class CausalSelfAttention : public Layer {
+ public:
+  CausalSelfAttention(std::string name, CausalSelfAttentionConfig config);
+  static std::unique_ptr<Layer> create(const std::string& name, const LayerOptions& options,
+                                       const LayerDefaults& defaults);
+
+  std::string type() const override { return "causal_self_attention"; }
+  Shape setup(const std::vector<Shape>& inputs) override;
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, const LayerContext& ctx) override;
+  int64_t forwardFlops() const override;
+  std::string describe() const override;
+
+ protected:
+  CausalSelfAttentionConfig config_;
+  int64_t tokens_ = 0, channels_ = 0;
+
+ private:
+  Scratch lse_, scratch_;
+};
+
+}  // namespace dtrain
