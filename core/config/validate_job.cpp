@@ -567,6 +567,22 @@ void checkClusterTimesAndPolicy(const Checker& c, const ClusterSection& cl) {
 
 }  // namespace
 
+// What a language model (token data) does not run on yet, each in one line.
+void checkLanguageModel(const Checker& c, const JobConfig& job) {
+  if (job.data.dataset != "tokens" && job.data.dataset != "text") return;
+  if (job.strategy.type == "pipeline")
+    c.fail("strategy.type",
+           "'pipeline' does not train language models (token data) yet; use one_device, mirrored, "
+           "central_storage or parameter_server");
+  if (job.job.device == "cuda")
+    c.fail("job.device",
+           "'cuda': language models (token data) train on the CPU only for now; set device = \"cpu\"");
+  if (job.job.precision != "fp32")
+    c.fail("job.precision",
+           "'" + job.job.precision +
+               "': language models (token data) train in fp32 only for now; set precision = \"fp32\"");
+}
+
 void validateJob(const JobConfig& job, bool under_launcher) {
   Checker c(job);
   checkJobSection(c, job.job);
@@ -580,6 +596,7 @@ void validateJob(const JobConfig& job, bool under_launcher) {
   checkCluster(c, job.cluster, under_launcher);
   checkClusterTimesAndPolicy(c, job.cluster);
   checkElastic(c, job.cluster, job.strategy, under_launcher);
+  checkLanguageModel(c, job);
 }
 
 }  // namespace dtrain

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -91,9 +92,13 @@ void MetricsLog::write(const MetricsRecord& r) {
   w.add("split", r.split);
   w.add("loss", r.loss);
   w.add("accuracy", r.accuracy);
-  w.add("images_per_s", r.images_per_s);
+  w.add(r.tokens ? "tokens_per_s" : "images_per_s", r.images_per_s);
   if (r.lr >= 0) w.add("lr", r.lr);
-  w.add("samples", r.samples);
+  w.add(r.tokens ? "tokens" : "samples", r.samples);
+  if (r.tokens && r.split == "test") {
+    w.add("perplexity", std::exp(r.loss));
+    if (r.byte_tokens) w.add("bits_per_byte", r.loss / std::log(2.0));
+  }
   for (const auto& [name, value] : r.extra) w.add(name, value);
   append(w);
 }

@@ -21,9 +21,14 @@ struct MetricsRecord {
   std::string split;  // "train" | "test"
   double loss = 0;
   double accuracy = 0;
-  double images_per_s = 0;
-  double lr = -1;       // train lines only (< 0: omitted)
-  int64_t samples = 0;  // samples the figures cover
+  double images_per_s = 0;  // tokens per second for a language model (`tokens`)
+  double lr = -1;           // train lines only (< 0: omitted)
+  int64_t samples = 0;      // samples the figures cover (tokens for a language model)
+  // A language model's figures are per token: its rate is written as
+  // tokens_per_s, and its test lines add perplexity (and bits_per_byte when
+  // each token is a byte).
+  bool tokens = false;
+  bool byte_tokens = false;
   // What the strategy measured of the step (a parameter server's staleness
   // and per-shard traffic), written as further fields.
   std::vector<std::pair<std::string, double>> extra;

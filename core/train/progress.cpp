@@ -20,8 +20,8 @@ std::string formatDuration(double seconds) {
 
 bool ProgressDisplay::isTerminal(std::FILE* f) { return isatty(fileno(f)) == 1; }
 
-ProgressDisplay::ProgressDisplay(std::FILE* out, bool terminal, double plain_every_seconds)
-    : out_(out), terminal_(terminal), plain_every_(plain_every_seconds) {}
+ProgressDisplay::ProgressDisplay(std::FILE* out, bool terminal, double plain_every_seconds, std::string unit)
+    : out_(out), terminal_(terminal), plain_every_(plain_every_seconds), unit_(std::move(unit)) {}
 
 void ProgressDisplay::beginEpoch(int64_t epoch, int64_t epochs, int64_t steps_in_epoch,
                                  int64_t first_step_in_epoch) {
@@ -53,9 +53,10 @@ void ProgressDisplay::draw(bool final) {
   int64_t done = step_ - first_step_;
   double eta = done > 0 ? elapsed / done * (steps_ - step_) : NAN;
   char stats[160];
-  std::snprintf(stats, sizeof stats, "%lld/%lld loss %.4f acc %.4f %.0f img/s %s %s",
+  std::snprintf(stats, sizeof stats, "%lld/%lld loss %.4f acc %.4f %.0f %s %s %s",
                 static_cast<long long>(step_), static_cast<long long>(steps_), loss_, accuracy_,
-                images_per_s_, final ? "took" : "eta", formatDuration(final ? elapsed : eta).c_str());
+                images_per_s_, unit_.c_str(), final ? "took" : "eta",
+                formatDuration(final ? elapsed : eta).c_str());
   char head[48];
   std::snprintf(head, sizeof head, "epoch %lld/%lld", static_cast<long long>(epoch_ + 1),
                 static_cast<long long>(epochs_));

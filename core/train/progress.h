@@ -13,7 +13,8 @@ namespace dtrain {
 
 class ProgressDisplay {
  public:
-  ProgressDisplay(std::FILE* out, bool terminal, double plain_every_seconds);
+  // `unit`: what the rate counts, "img/s" or "tok/s".
+  ProgressDisplay(std::FILE* out, bool terminal, double plain_every_seconds, std::string unit = "img/s");
 
   void beginEpoch(int64_t epoch, int64_t epochs, int64_t steps_in_epoch, int64_t first_step_in_epoch);
   // After each step: running averages over the epoch so far, and the samples
@@ -32,6 +33,7 @@ class ProgressDisplay {
   std::FILE* out_;
   bool terminal_;
   double plain_every_;
+  std::string unit_;
   int64_t epoch_ = 0, epochs_ = 0, steps_ = 0, step_ = 0, first_step_ = 0;
   double loss_ = 0, accuracy_ = 0, images_per_s_ = 0;
   bool bar_open_ = false;

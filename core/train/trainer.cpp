@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <deque>
@@ -15,8 +16,8 @@
 #include "core/io/crc32.h"
 #include "core/io/tensorboard_writer.h"
 #include "core/nn/layer_registry.h"
-#include "core/optim/lr_schedule.h"
 #include "core/optim/loss_scaler.h"
+#include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/train/checkpoint.h"
 #include "core/train/device_choice.h"
@@ -81,8 +82,8 @@ struct Trainer::Impl {
   int64_t trained_epoch = 0;  // the epoch the latest step belonged to (for eval lines)
   std::string last_checkpoint;
   EvalResult last_eval;
-  TrainingParts parts;        // what the strategy trains with (attached again after a regroup)
-  int64_t graph_replays = 0;  // counted by the strategy's recorded steps
+  TrainingParts parts;                       // what the strategy trains with (attached again after a regroup)
+  int64_t graph_replays = 0;                 // counted by the strategy's recorded steps
   BatchForm batch_form = BatchForm::Floats;  // the training loader's (planDeviceBatches)
   std::string batch_plan;                    // planDeviceBatches' line for the log
 
@@ -94,6 +95,12 @@ struct Trainer::Impl {
   // a step so every rank stops after the same one.
   int stop_signal = 0;
   int stopping() const { return strategy->worldSize() == 1 ? stopRequested() : stop_signal; }
+
+  // A language model's figures are per token; a byte-level one's tokens are bytes.
+  void markTokens(MetricsRecord& r) const {
+    r.tokens = replicas->labelsPerSample() > 1;
+    r.byte_tokens = r.tokens && job.data.dataset == "text";
+  }
 
   void say(const std::string& line) {
     if (quiet()) return;
@@ -141,7 +148,8 @@ struct Trainer::Impl {
     }
     shareChiefState();
     // Before the strategy, which may have something to say.
-    progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds);
+    progress = std::make_unique<ProgressDisplay>(opt.out, opt.terminal, job.train.log_every_seconds,
+                                                 replicas->labelsPerSample() > 1 ? "tok/s" : "img/s");
     parts = TrainingParts{};
     parts.job = &job;
     parts.device = device;
@@ -248,8 +256,8 @@ struct Trainer::Impl {
     for (auto& [name, buffer] : optimizer->stateBuffers())
       if (buffer->numel() > 0) strategy->broadcastParameters(buffer->data(), buffer->numel());
     LossScaleState scale = loss_scaler.state();
-    int64_t where[9] = {state.step,     state.epoch, state.position, last_checkpoint_step, last_eval_step,
-                        catch_up,       0,           scale.good_steps, scale.skipped_steps};
+    int64_t where[9] = {state.step, state.epoch, state.position,   last_checkpoint_step, last_eval_step,
+                        catch_up,   0,           scale.good_steps, scale.skipped_steps};
     std::memcpy(&where[6], &scale.scale, sizeof scale.scale);
     strategy->broadcastFromChief(where, sizeof where);
     state.step = where[0];
@@ -316,15 +324,26 @@ struct Trainer::Impl {
     r.accuracy = last_eval.accuracy;
     r.samples = last_eval.samples;
     r.images_per_s = last_eval.seconds > 0 ? last_eval.samples / last_eval.seconds : 0;
+    markTokens(r);
     if (metrics) metrics->write(r);
     if (tensorboard)
       tensorboard->scalars(state.step, {{"test/loss", static_cast<float>(last_eval.loss)},
                                         {"test/accuracy", static_cast<float>(last_eval.accuracy)},
                                         {"test/images_per_s", static_cast<float>(r.images_per_s)}});
     char buf[256];
-    std::snprintf(buf, sizeof buf, "eval  step %lld  test loss %.4f  accuracy %.4f  (%lld samples, %.1f s)",
-                  static_cast<long long>(state.step), last_eval.loss, last_eval.accuracy,
-                  static_cast<long long>(last_eval.samples), last_eval.seconds);
+    if (r.tokens) {
+      char bits[40] = "";
+      if (r.byte_tokens) std::snprintf(bits, sizeof bits, "  bits/byte %.4f", last_eval.loss / std::log(2.0));
+      std::snprintf(
+          buf, sizeof buf,
+          "eval  step %lld  test loss %.4f  perplexity %.3f%s  accuracy %.4f  (%lld tokens, %.1f s)",
+          static_cast<long long>(state.step), last_eval.loss, std::exp(last_eval.loss), bits,
+          last_eval.accuracy, static_cast<long long>(last_eval.samples), last_eval.seconds);
+    } else {
+      std::snprintf(buf, sizeof buf, "eval  step %lld  test loss %.4f  accuracy %.4f  (%lld samples, %.1f s)",
+                    static_cast<long long>(state.step), last_eval.loss, last_eval.accuracy,
+                    static_cast<long long>(last_eval.samples), last_eval.seconds);
+    }
     say(buf);
   }
 
@@ -508,6 +527,7 @@ struct Trainer::Impl {
     r.images_per_s = p.seconds > 0 ? figs[2] / p.seconds : 0;
     r.lr = p.lr;
     r.samples = static_cast<int64_t>(figs[2]);
+    markTokens(r);
     r.extra = p.figures.extra;
     // A GPU's peak memory over the steps queued since the last line, for the
     // benchmarks: a span per line leaves the first steps' algorithm searches
@@ -546,7 +566,8 @@ struct Trainer::Impl {
       say("resuming " + job.job.name + " at step " + std::to_string(state.step) + " (epoch " +
           std::to_string(state.epoch + 1) + ", sample " + std::to_string(state.position) + ")");
     if (device.isCpu())
-      if (const std::string cpu_precision = describeCpuPrecision(job.job); !cpu_precision.empty()) say(cpu_precision);
+      if (const std::string cpu_precision = describeCpuPrecision(job.job); !cpu_precision.empty())
+        say(cpu_precision);
     if (!batch_plan.empty()) say("data: " + batch_plan);
     if (state.step >= total_steps) {
       out.already_finished = true;

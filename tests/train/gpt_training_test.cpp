@@ -1,0 +1,133 @@
+// A tiny GPT trained through the binary on a byte-level text corpus: it
+// learns (the validation loss falls far below a uniform guess), the thread
+// split and worker processes compute what one thread computes, and a run
+// killed mid-epoch resumes to the bits of an uninterrupted run, token
+// position included.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <csignal>
+
+#include "tests/train/run_helpers.h"
+
+using namespace dtrain::testing;
+
+namespace {
+
+// About 8 KB of English with enough repetition to be learnable in a few
+// dozen steps, yet not a single repeated line.
+std::string corpus() {
+  const char* words[] = {"the",  "model", "reads", "each", "token", "and",   "predicts", "next",
+                         "byte", "of",    "text",  "from", "a",     "small", "window",   "while"};
+  std::string text;
+  uint32_t x = 12345;
+  for (int sentence = 0; sentence < 260; ++sentence) {
+    for (int w = 0; w < 6; ++w) {
+      x = x * 1664525u + 1013904223u;
+      text += words[(x >> 24) % 16];
+      text += w == 5 ? ".\n" : " ";
+    }
+  }
+  return text;
+}
+
+std::string gptJob(const std::string& run_dir, const std::string& text, int threads,
+                   const std::string& extra = "") {
+  return "[job]\nname = \"tiny_gpt\"\nrun_dir = \"" + run_dir +
+         "\"\nseed = 3\nthreads = " + std::to_string(threads) +
+         "\n[model]\npreset = \"gpt\"\nlayers = 2\nheads = 2\ndim = 16\ncontext = 16\ndropout = 0.1\n"
+         "[data]\ndataset = \"text\"\nfiles = \"" +
+         text +
+         "\"\ncontext = 16\nvalidation_fraction = 0.1\n"
+         "[train]\nsteps = 60\nbatch_size = 12\neval_batch_size = 64\neval_every_epoch = false\n"
+         "checkpoint_every_steps = 10\nkeep_last = 20\n"
+         "[optimizer]\ntype = \"adamw\"\nlr = 0.01\nweight_decay = 0.01\n" +
+         extra;
+}
+
+}  // namespace
+
+TEST_CASE("gpt: a tiny byte-level GPT learns its text and reports per-token figures") {
+  TempDir dir("gpt_learns");
+  writeFile(dir / "text.txt", corpus());
+  writeFile(dir / "job.toml", gptJob(dir / "run", dir / "text.txt", 2));
+  RunResult r = runDtrain({"train", dir / "job.toml", "--set", "train.steps=120"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // A uniform guess over 256 bytes costs ln 256 = 5.55 nats; the 16 words'
+  // letters and spaces alone bring a model under 3.
+  const double loss = evalFigures(dir / "run").loss;
+  CHECK(loss < 2.5);
+  CHECK(r.output.find("tok/s") != std::string::npos);
+  CHECK(r.output.find("bits/byte") != std::string::npos);
+  const LoggedEval logged = lastLoggedEval(dir / "run");
+  CHECK(std::fabs(logged.loss - loss) < 1e-9);
+}
+
+TEST_CASE("gpt: 2 threads and 2 mirrored workers compute what 1 thread computes") {
+  TempDir dir("gpt_split");
+  writeFile(dir / "text.txt", corpus());
+  writeFile(dir / "one.toml", gptJob(dir / "one", dir / "text.txt", 1));
+  writeFile(dir / "two.toml", gptJob(dir / "two", dir / "text.txt", 2));
+  writeFile(dir / "mirrored.toml",
+            gptJob(dir / "mirrored", dir / "text.txt", 1, "[strategy]\ntype = \"mirrored\"\nworkers = 2\n"));
+  // Plain SGD with momentum: the thread split changes only the order of the
+  // float sums over the batch, and SGD carries such differences through
+  // unamplified (AdamW's division by sqrt(v) would magnify those of gradients
+  // near zero up to the learning rate).
+  for (const char* run : {"one", "two", "mirrored"}) {
+    RunResult r =
+        runDtrain({"train", dir / (std::string(run) + ".toml"), "-q", "--set", "optimizer.type=sgd", "--set",
+                   "optimizer.lr=0.1", "--set", "optimizer.weight_decay=0", "--set", "train.steps=20"});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  // The same global batch: a gradient differs by the rounding of its sum,
+  // about 1e-6 of its size (float, a few hundred terms per thread), and 20
+  // steps at lr 0.1 of gradients below 1 keep the weights within 1e-5 of the
+  // largest one.
+  CHECK(checkpointDifference(dir / "one/checkpoints/latest", dir / "two/checkpoints/latest",
+                             "model.safetensors") < 1e-5);
+  // Two workers of one thread split the batch as one process of two threads.
+  CHECK(readFile(dir / "mirrored/checkpoints/latest/model.safetensors") ==
+        readFile(dir / "two/checkpoints/latest/model.safetensors"));
+}
+
+TEST_CASE("gpt: killed mid-epoch and resumed, the run ends on the bits of an uninterrupted one") {
+  TempDir dir("gpt_resume");
+  writeFile(dir / "text.txt", corpus());
+  writeFile(dir / "ref.toml", gptJob(dir / "ref", dir / "text.txt", 2));
+  writeFile(dir / "killed.toml", gptJob(dir / "killed", dir / "text.txt", 2));
+  REQUIRE(runDtrain({"train", dir / "ref.toml", "-q"}).exit_code == 0);
+  // 473 training windows, 40 steps an epoch at batch 12: step 33 is late in
+  // the first epoch, after the checkpoint of step 30.
+  RunResult killed = runDtrain({"train", dir / "killed.toml", "-q", "--fault-kill-at-step", "33"});
+  CHECK(killed.exit_code == 128 + SIGKILL);
+  CHECK(stepDirs(dir / "killed").back() == "step-00000030");
+  RunResult resumed = runDtrain({"resume", dir / "killed", "-q"});
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"})
+    CHECK(readFile(dir / (std::string("killed/checkpoints/latest/") + file)) ==
+          readFile(dir / (std::string("ref/checkpoints/latest/") + file)));
+}
+
+TEST_CASE("gpt: bad token data is one line naming the file, and a non-zero exit") {
+  TempDir dir("gpt_bad_data");
+  writeFile(dir / "text.txt", corpus());
+  writeFile(dir / "job.toml", gptJob(dir / "run", dir / "missing*.txt", 1));
+  RunResult missing = runDtrain({"train", dir / "job.toml", "-q"});
+  CHECK(missing.exit_code != 0);
+  CHECK(lineCount(missing.output) == 1);
+  CHECK(missing.output.find("no file matches " + std::string(dir / "missing*.txt")) != std::string::npos);
+  // A token file whose ids exceed the vocabulary: 3 uint16 tokens, no header.
+  writeFile(dir / "ids.bin", std::string("\x01\x00\x09\x01\x02\x00", 6));
+  writeFile(dir / "tokens.toml", gptJob(dir / "run2", dir / "ids.bin", 1));
+  RunResult bad =
+      runDtrain({"train", dir / "tokens.toml", "-q", "--set", "data.dataset=tokens", "--set",
+                 "data.vocab=256", "--set", "data.validation_files=" + std::string(dir / "ids.bin")});
+  CHECK(bad.exit_code != 0);
+  CHECK(lineCount(bad.output) == 1);
+  CHECK(bad.output.find("ids.bin") != std::string::npos);
+  CHECK(bad.output.find("265") != std::string::npos);  // the id 0x0109
+}
