@@ -57,8 +57,12 @@ std::vector<LayerSpec> gptLayers(const ModelSection& m, int64_t vocab) {
   LayerOptions& head = p.add("lm_head", "dense");
   p.set(head, "units", vocab);
   p.set(head, "bias", false);
-  p.set(head, "init", std::string("normal"));
-  p.set(head, "init_std", kInitStd);
+  if (m.tie_embeddings) {
+    p.set(head, "tie", std::string("wte"));
+  } else {
+    p.set(head, "init", std::string("normal"));
+    p.set(head, "init_std", kInitStd);
+  }
   return p.take();
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what dtrain needs to build and run, from Debian packages.
-#   scripts/install-deps.sh          build + run dependencies and Fashion-MNIST
+#   scripts/install-deps.sh          build + run dependencies, Fashion-MNIST and an English text
+#                                    (dict-gcide's dictionary: configs/text_gpt.toml's corpus)
 #   scripts/install-deps.sh --bench  also PyTorch (the benchmarks' peer) and PIL (its image-folder reader)
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev libzmq3-dev cppzmq-dev libgloo-dev
   libopenblas-dev libdnnl-dev zlib1g-dev libstb-dev doctest-dev
   dataset-fashion-mnist
+  dict-gcide  # GNU's Collaborative International Dictionary of English, gzip text
   qemu-user  # the tests run the binary on an emulated CPU without AVX-512
 )
 if [[ "${1:-}" == "--bench" ]]; then

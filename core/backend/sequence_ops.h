@@ -13,9 +13,10 @@ namespace dtrain::ops {
 // For each of `rows` rows of `cols` values: mean and 1/sqrt(variance + eps)
 // (population variance, as PyTorch's LayerNorm), then
 // y = (x - mean) * rstd * gamma + beta. Writes y, mean[rows] and rstd[rows]
-// (backward reuses them). The statistics are summed in double: a row is a
-// few thousand values at most, so this costs little and keeps the variance
-// of a row with a large mean exact to float precision.
+// (backward reuses them). The statistics are two-pass: a provisional mean,
+// then the deviations from it (so a row with a large mean keeps its
+// variance), summed on float lanes and the lanes in double; rstd is within
+// about (cols / 16 + 3) / 2 float roundings (cpu/sequence_ops.cpp).
 void layerNormForward(const float* x, int64_t rows, int64_t cols, const float* gamma, const float* beta,
                       float eps, float* y, float* mean, float* rstd);
 // With xhat = (x - mean) * rstd and g = dy * gamma:
@@ -27,8 +28,11 @@ void layerNormBackward(const float* x, const float* dy, int64_t rows, int64_t co
 // -------------------------------------------------------------------- gelu --
 
 // GPT-2's GELU: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Writes y.
+// Computed as x sigmoid(2u) without libm; within 6 |y| + 1.51 units of 2^-24
+// of the exact value (cpu/sequence_ops.cpp derives the bounds). NaN gives NaN.
 void geluForward(const float* x, float* y, int64_t n);
-// dx = dy * gelu'(x). Writes dx (may alias dy).
+// dx = dy * gelu'(x), gelu' within 9 |gelu'| + 6.3 units of 2^-24. Writes dx
+// (may alias dy).
 void geluBackward(const float* x, const float* dy, float* dx, int64_t n);
 
 // --------------------------------------------------------------- embedding --

@@ -70,6 +70,7 @@ struct ModelSection {
   int64_t heads = 6;
   int64_t dim = 384;
   int64_t context = 256;
+  bool tie_embeddings = true;     // gpt: the output layer's weight is the token embedding's table (GPT-2)
   std::vector<LayerSpec> layers;  // explicit layer list (instead of a preset)
 };
 

@@ -36,6 +36,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(model, heads),
       DTRAIN_JOB_FIELD(model, dim),
       DTRAIN_JOB_FIELD(model, context),
+      DTRAIN_JOB_FIELD(model, tie_embeddings),
 
       DTRAIN_JOB_FIELD(data, dataset),
       DTRAIN_JOB_FIELD(data, dir),

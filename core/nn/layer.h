@@ -109,6 +109,15 @@ class Layer {
   virtual std::vector<ParamSpec> paramSpecs() const { return {}; }
   // Views into the flat buffers, in paramSpecs() order.
   virtual void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {}
+  // Weight tying (a language model's output layer reading the token
+  // embedding's table): the name of the layer whose first parameter this
+  // layer uses as its weight, of shape tiedShape(); "" = none. That parameter
+  // stays the other layer's (one entry in the store, saved once); both
+  // layers add their gradients into its one gradient.
+  virtual std::string tiedLayer() const { return ""; }
+  virtual Shape tiedShape() const { return Shape{}; }
+  // Views of that parameter and its gradient, after bind().
+  virtual void bindTied(const Tensor& weight, const Tensor& grad) {}
   // State that is not trained but saved in checkpoints and shared by all
   // replicas like the parameters (batch norm's running statistics): declared
   // after setup(), bound to views of the model's buffer store. Training passes

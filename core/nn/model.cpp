@@ -144,6 +144,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const ModelCut& cut, const Lay
   }
   outputs_.push_back(static_cast<int>(nodes_.size()) - 1);
   findAliases(fusions);
+  findTiedWeights();
   findTrainedPaths();
   // Every result but the output's must feed some layer: backward would
   // otherwise have no gradient to start such a branch from.
@@ -197,11 +198,33 @@ bool Model::fuseResidualAdd(size_t i) {
   return true;
 }
 
+void Model::findTiedWeights() {
+  tied_to_.assign(nodes_.size(), -1);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Layer& layer = *nodes_[i].layer;
+    const std::string tie = layer.tiedLayer();
+    if (tie.empty()) continue;
+    const std::string self = "[model.layers] '" + layer.name() + "' ties its weight to '" + tie + "'";
+    for (size_t j = 0; j < nodes_.size(); ++j)
+      if (nodes_[j].layer->name() == tie) tied_to_[i] = static_cast<int>(j);
+    if (tied_to_[i] < 0)
+      throw ConfigError(where(nodes_[i].pos) + self + ", which is not a layer of this model" +
+                        (cut_inputs_.size() == 1 && cut_inputs_[0].name == "input"
+                             ? std::string()
+                             : " part (a pipeline stage)"));
+    const std::vector<ParamSpec> specs = nodes_[static_cast<size_t>(tied_to_[i])].layer->paramSpecs();
+    if (specs.empty() || specs[0].shape != layer.tiedShape())
+      throw ConfigError(where(nodes_[i].pos) + self + ", whose first parameter is " +
+                        (specs.empty() ? std::string("absent") : specs[0].shape.str()) + ", not the " +
+                        layer.tiedShape().str() + " it needs");
+  }
+}
+
 void Model::findTrainedPaths() {
   // Nodes come in topological order, so every input is settled before its readers.
   trained_path_.assign(nodes_.size(), false);
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    bool trained = !nodes_[i].layer->paramSpecs().empty();
+    bool trained = !nodes_[i].layer->paramSpecs().empty() || tied_to_[i] >= 0;
     for (int in : nodes_[i].inputs)
       trained =
           trained || (in >= 0 ? trained_path_[in] : cut_inputs_[static_cast<size_t>(-1 - in)].needs_gradient);
@@ -272,8 +295,7 @@ void Model::allocateActivations() {
     grad_storage_.push_back(Tensor::empty(s, device, dtype));
   }
   scratch_storage_.clear();
-  for (size_t k = 0; k < slots; ++k)
-    scratch_storage_.push_back(Tensor::empty(Shape{scratch}, device, dtype));
+  for (size_t k = 0; k < slots; ++k) scratch_storage_.push_back(Tensor::empty(Shape{scratch}, device, dtype));
   act_ = act_storage_;
   grad_ = grad_storage_;
 }

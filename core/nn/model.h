@@ -153,6 +153,9 @@ class Model {
   // Fuses add node i into the producer of its later input; returns whether it did.
   bool fuseResidualAdd(size_t i);
   void findTrainedPaths();
+  // Weight tying (Layer::tiedLayer): fills tied_to_; ConfigError for a
+  // missing layer or a table of the wrong shape.
+  void findTiedWeights();
   // Points the layers at the store's parameters (Product layers at the
   // rounded copy in a 16-bit precision) and at the gradient buffer.
   void bindParams();
@@ -192,6 +195,7 @@ class Model {
   std::vector<int> consumers_;      // number of layers reading each node
   std::vector<int> alias_of_;       // see aliasOf()
   std::vector<bool> trained_path_;  // see needsGradient()
+  std::vector<int> tied_to_;        // per node: the node whose first parameter it uses as weight, or -1
   std::vector<Tensor> act_storage_, grad_storage_, act_, grad_;
   // For nodes read by several layers: one buffer per input slot, so a layer
   // reading several shared nodes (an add of two branches) gets one for each.
@@ -204,7 +208,8 @@ class Model {
   // forward, and their (offset, count) ranges in the flat buffer.
   Tensor rounded_params_;
   std::vector<std::pair<int64_t, int64_t>> rounded_ranges_;
-  std::vector<Tensor> rounded_input_storage_, rounded_inputs_;  // per cut input: the network input's rounded copy
+  std::vector<Tensor> rounded_input_storage_,
+      rounded_inputs_;  // per cut input: the network input's rounded copy
   std::vector<const Tensor*> readable_inputs_;
   // A GPU in 16 bits: the parameters' 16-bit copy (halfParams()), whether an
   // update wrote it since the last forward, the results out in floats, and

@@ -30,7 +30,9 @@ void Model::bindParams() {
   half_params_current_ = false;
   const Tensor& rounded_copy = on_device ? half_params_ : rounded_params_;
   size_t entry = 0;
+  std::vector<size_t> first_entry(nodes_.size(), 0);
   for (Node& n : nodes_) {
+    first_entry[static_cast<size_t>(&n - nodes_.data())] = entry;
     const bool rounded = sixteen && n.layer->sixteenBitRole() == SixteenBitRole::Product;
     std::vector<Tensor> params, param_grads;
     for (const ParamSpec& spec : n.layer->paramSpecs()) {
@@ -43,6 +45,15 @@ void Model::bindParams() {
       ++entry;
     }
     n.layer->bind(params, param_grads);
+  }
+  // A tied weight is its owner's parameter, read as the owner reads it
+  // (rounded when the owner's is) and summing both layers' gradients.
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (tied_to_[i] < 0) continue;
+    const auto owner = static_cast<size_t>(tied_to_[i]);
+    const bool rounded = sixteen && nodes_[owner].layer->sixteenBitRole() == SixteenBitRole::Product;
+    nodes_[i].layer->bindTied(store.view(rounded ? rounded_copy : store.params(), first_entry[owner]),
+                              store.view(bound_grads_, first_entry[owner]));
   }
 }
 
@@ -64,7 +75,8 @@ void Model::assignConverted(Tensor& dst, const Tensor& src) {
     dst.copyFrom(src);
     return;
   }
-  if (dst.numel() != src.numel()) throw ShapeError("conversion of " + src.shape().str() + " into " + dst.shape().str());
+  if (dst.numel() != src.numel())
+    throw ShapeError("conversion of " + src.shape().str() + " into " + dst.shape().str());
   if (!(dst.device() == src.device()) || dst.device().isCpu())
     throw Error(std::string("a model converts between ") + dtypeName(src.dtype()) + " and " +
                 dtypeName(dst.dtype()) + " on one GPU only (given " + src.device().str() + " and " +
@@ -72,7 +84,8 @@ void Model::assignConverted(Tensor& dst, const Tensor& src) {
   convertDeviceMemory(src.raw(), src.dtype(), dst.raw(), dst.dtype(), dst.numel(), dst.device());
 }
 
-const std::vector<const Tensor*>& Model::readableInputs(const std::vector<const Tensor*>& inputs, bool round) {
+const std::vector<const Tensor*>& Model::readableInputs(const std::vector<const Tensor*>& inputs,
+                                                        bool round) {
   if (inputs.size() != cut_inputs_.size())
     throw Error("a model part of " + std::to_string(cut_inputs_.size()) + " inputs was given " +
                 std::to_string(inputs.size()));

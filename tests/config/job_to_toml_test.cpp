@@ -162,6 +162,7 @@ TEST_CASE("jobToToml writes every field in job_config.h order") {
       "heads = 6\n"
       "dim = 384\n"
       "context = 256\n"
+      "tie_embeddings = true\n"
       "\n"
       "[data]\n"
       "dataset = \"synthetic\"\n"

@@ -18,6 +18,7 @@ std::unique_ptr<Layer> Dense::create(const std::string& name, const LayerOptions
   c.units = options.getInt("units");
   if (c.units <= 0) options.fail("units", "units must be > 0 (got " + std::to_string(c.units) + ")");
   c.bias = options.getBool("bias", true);
+  c.tie = options.getString("tie", "");
   c.init = layer_util::readInit(options, defaults, /*allow_normal=*/true);
   if (c.init == InitKind::Normal)
     c.init_std = layer_util::readInitStd(options);
@@ -41,19 +42,30 @@ Shape Dense::setup(const std::vector<Shape>& inputs) {
 }
 
 std::vector<ParamSpec> Dense::paramSpecs() const {
-  std::vector<ParamSpec> specs{{"weight", Shape{config_.units, in_}, config_.init, in_, config_.units}};
-  specs[0].init_std = config_.init_std;
+  std::vector<ParamSpec> specs;
+  if (config_.tie.empty()) {
+    specs.push_back({"weight", Shape{config_.units, in_}, config_.init, in_, config_.units});
+    specs[0].init_std = config_.init_std;
+  }
   if (config_.bias) specs.push_back({"bias", Shape{config_.units}, InitKind::Zeros, in_, config_.units});
   return specs;
 }
 
 void Dense::bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
-  weight_ = params.at(0);
-  dweight_ = grads.at(0);
-  if (config_.bias) {
-    bias_ = params.at(1);
-    dbias_ = grads.at(1);
+  const size_t own = config_.tie.empty() ? 1 : 0;
+  if (own) {
+    weight_ = params.at(0);
+    dweight_ = grads.at(0);
   }
+  if (config_.bias) {
+    bias_ = params.at(own);
+    dbias_ = grads.at(own);
+  }
+}
+
+void Dense::bindTied(const Tensor& weight, const Tensor& grad) {
+  weight_ = weight;
+  dweight_ = grad;
 }
 
 bool Dense::fuseActivation(const std::string& type) {
@@ -101,6 +113,7 @@ int64_t Dense::forwardFlops() const {
 std::string Dense::describe() const {
   std::string s = std::to_string(config_.units) + " units";
   if (rows_per_sample_ > 1) s += " per token";
+  if (!config_.tie.empty()) s += ", weight tied to " + config_.tie;
   if (!config_.bias) s += ", no bias";
   if (relu_) s += ", relu fused";
   return s;

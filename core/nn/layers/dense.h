@@ -1,4 +1,6 @@
-// dense: y = x W^T + b on flat samples, or on each token of a sequence [T, C]. Weight [units, in] (PyTorch
+// dense: y = x W^T + b on flat samples, or on each token of a sequence [T, C].
+// Option tie = "LAYER": the weight is that layer's table (an embedding's
+// [vocab, dim] for a language model's output), not a parameter of its own. Weight [units, in] (PyTorch
 // layout), bias [units]. Options: units (required, > 0), bias (default true), init ("he" | "glorot", default
 // from the model).
 //
@@ -17,6 +19,7 @@ struct DenseConfig {
   bool bias = true;
   InitKind init = InitKind::HeNormal;
   double init_std = 0.02;  // InitKind::Normal
+  std::string tie;         // the layer whose [units, in] table is the weight ("" = its own)
 };
 
 class Dense : public Layer {
@@ -38,6 +41,9 @@ class Dense : public Layer {
   int64_t forwardFlops() const override;
   std::string describe() const override;
   bool fuseActivation(const std::string& type) override;
+  std::string tiedLayer() const override { return config_.tie; }
+  Shape tiedShape() const override { return Shape{config_.units, in_}; }
+  void bindTied(const Tensor& weight, const Tensor& grad) override;
   const DenseConfig& config() const { return config_; }
 
  protected:  // the CUDA layer (core/nn/cuda/cuda_dense.h) computes with these
