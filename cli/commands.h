@@ -21,10 +21,10 @@ struct TrainArgs {
   std::string job_file;
   std::vector<std::string> overrides;
   bool quiet = false;
-  bool overwrite = false;          // replace an existing run directory's checkpoints and metrics
-  int64_t fault_kill_at_step = 0;  // tests only: SIGKILL itself after this step
+  bool overwrite = false;              // replace an existing run directory's checkpoints and metrics
+  int64_t fault_kill_at_step = 0;      // tests only: SIGKILL itself after this step
   int64_t fault_overflow_at_step = 0;  // tests only: this step's loss gradient times infinity
-  int node = -1;                   // multi-host: this host's index in [cluster] hosts (-1: find it)
+  int node = -1;                       // multi-host: this host's index in [cluster] hosts (-1: find it)
 };
 int runTrain(const TrainArgs& args);
 
@@ -39,6 +39,17 @@ struct EvalArgs {
   bool json = false;
 };
 int runEval(const EvalArgs& args);
+
+struct GenerateArgs {
+  std::string checkpoint;  // a checkpoint dir, a `latest` link or a run dir
+  std::string prompt;      // text for a byte-level model; ids "12 7 431" for a token model
+  int64_t tokens = 200;
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+  bool no_cache = false;
+};
+int runGenerate(const GenerateArgs& args);
 
 struct ResumeArgs {
   std::string run_dir;                 // a run directory (or one of its checkpoints)

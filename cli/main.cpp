@@ -60,6 +60,28 @@ int main(int argc, char** argv) {
       ->required();
   eval_cmd->add_flag("--json", eval.json, "Print one JSON object {loss, accuracy, samples}");
 
+  GenerateArgs generate;
+  auto* generate_cmd =
+      app.add_subcommand("generate", "Sample text (or token ids) from a trained language model");
+  generate_cmd
+      ->add_option("checkpoint", generate.checkpoint,
+                   "Checkpoint directory, its `latest` link, or a run directory")
+      ->required();
+  generate_cmd->add_option("--prompt", generate.prompt,
+                           "Text to continue (byte-level models), or token ids separated by spaces");
+  generate_cmd->add_option("--tokens", generate.tokens, "Tokens to sample (default 200)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  generate_cmd
+      ->add_option("--temperature", generate.temperature, "Softmax temperature; 0 = always the likeliest")
+      ->check(CLI::Range(0.0, 100.0));
+  generate_cmd->add_option("--top-k", generate.top_k, "Sample among the k likeliest only (0 = all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
+  generate_cmd->add_option("--seed", generate.seed, "Seed of the sampling (the same seed, the same text)");
+  generate_cmd->add_flag(
+      "--no-cache", generate.no_cache,
+      "Recompute the whole sequence each token instead of caching keys and values (slower; "
+      "the same tokens)");
+
   BenchAllreduceArgs bench_allreduce;
   auto* bench_allreduce_cmd = addBenchCommand(app, bench_allreduce);
   BenchLoaderArgs bench_loader;
@@ -105,6 +127,7 @@ int main(int argc, char** argv) {
     if (*train_cmd) return runTrain(train);
     if (*check_cmd) return runCheck(check);
     if (*eval_cmd) return runEval(eval);
+    if (*generate_cmd) return runGenerate(generate);
     if (*bench_allreduce_cmd) return runBenchAllreduce(bench_allreduce);
     if (*bench_loader_cmd) return runBenchLoader(bench_loader);
     if (*bench_step_cmd) return runBenchStep(bench_step);

@@ -87,6 +87,12 @@ struct LayerContext {
   class LayerTimer* layer_timer = nullptr;
   // backward's part (BackwardPart); All unless the layer splitsBackward().
   BackwardPart backward_part = BackwardPart::All;
+  // Generation with a cache (core/train/sequence_decoder.h): >= 0 when a model
+  // of one-token sequences computes the token at this position of each
+  // sample's sequence; a layer that looks across positions (attention)
+  // reads the earlier positions from its cache, and a position embedding
+  // adds this position's row. -1 in training and evaluation.
+  int64_t decode_position = -1;
 };
 
 class Layer {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 
+#include "core/train/sequence_decoder.h"
 #include "tests/train/run_helpers.h"
 
 using namespace dtrain::testing;
@@ -62,6 +63,37 @@ TEST_CASE("gpt: a tiny byte-level GPT learns its text and reports per-token figu
   CHECK(r.output.find("bits/byte") != std::string::npos);
   const LoggedEval logged = lastLoggedEval(dir / "run");
   CHECK(std::fabs(logged.loss - loss) < 1e-9);
+
+  // Generation: with the key-value cache, the tokens of the uncached path
+  // (which recomputes the whole sequence each step), sampled or greedy, while
+  // the sequence fits the context of 16: the prompt's 4 bytes and 12 more.
+  for (const char* temperature : {"0", "0.8"}) {
+    CAPTURE(temperature);
+    const std::vector<std::string> args = {"generate", dir / "run", "--prompt", "the ",          "--tokens",
+                                           "12",       "--seed",    "5",        "--temperature", temperature};
+    RunResult cached = runDtrain(args);
+    std::vector<std::string> uncached_args = args;
+    uncached_args.push_back("--no-cache");
+    RunResult uncached = runDtrain(uncached_args);
+    REQUIRE(cached.exit_code == 0);
+    CHECK(cached.output.rfind("the ", 0) == 0);
+    CHECK(cached.output.size() == 4 + 12 + 1);  // and a newline
+    CHECK(cached.output == uncached.output);
+  }
+}
+
+TEST_CASE("gpt: sampling keeps to the top k, and temperature 0 takes the likeliest") {
+  const float logits[5] = {0.5f, 2.0f, -1.0f, 1.9f, 0.0f};
+  dtrain::SamplingOptions greedy;
+  greedy.temperature = 0.0;
+  CHECK(dtrain::sampleToken(logits, 5, greedy, 0.99) == 1);
+  dtrain::SamplingOptions top2;
+  top2.top_k = 2;
+  int counts[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < 1000; ++i) ++counts[dtrain::sampleToken(logits, 5, top2, (i + 0.5) / 1000.0)];
+  CHECK(counts[0] + counts[2] + counts[4] == 0);
+  // exp(2.0) : exp(1.9) = 0.525 : 0.475 of the draws.
+  CHECK(counts[1] == doctest::Approx(525).epsilon(0.01));
 }
 
 TEST_CASE("gpt: 2 threads and 2 mirrored workers compute what 1 thread computes") {

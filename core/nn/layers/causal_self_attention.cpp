@@ -1,5 +1,7 @@
 #include "core/nn/layers/causal_self_attention.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/backend/attention_ops.h"
@@ -56,6 +58,7 @@ ops::AttentionDropout dropoutOf(double rate, const LayerContext& ctx) {
 
 void CausalSelfAttention::forward(const std::vector<const Tensor*>& in, Tensor& out,
                                   const LayerContext& ctx) {
+  if (ctx.decode_position >= 0) return decodeStep(*in[0], out, ctx.decode_position);
   const ops::AttentionShape s{in[0]->dim(0), tokens_, config_.heads, channels_ / config_.heads};
   ops::causalAttentionForward(s, in[0]->data(), out.data(), lse_.floats(s.batch * s.heads * s.seq),
                               dropoutOf(config_.dropout, ctx),
@@ -70,6 +73,66 @@ void CausalSelfAttention::backward(const std::vector<const Tensor*>& in, const T
   ops::causalAttentionBackward(
       s, in[0]->data(), out.data(), dout.data(), lse_.floats(s.batch * s.heads * s.seq), din[0]->data(),
       dropoutOf(config_.dropout, ctx), scratch_.floats(ops::attentionScratchFloats(s)));
+}
+
+void CausalSelfAttention::decodeStep(const Tensor& qkv, Tensor& out, int64_t position) {
+  const int64_t n = qkv.dim(0), c = channels_, head = c / config_.heads;
+  if (tokens_ != 1)
+    throw Error(layer_util::label(*this) + ": decoding feeds one token at a time, not " +
+                std::to_string(tokens_));
+  // Position 0 starts new sequences; later positions extend the cached ones.
+  if (position == 0) {
+    cached_samples_ = n;
+    cached_positions_ = 0;
+  }
+  if (n != cached_samples_ || position != cached_positions_)
+    throw Error(layer_util::label(*this) + ": decoding position " + std::to_string(position) + " of " +
+                std::to_string(n) + " sequences follows " + std::to_string(cached_positions_) +
+                " cached positions of " + std::to_string(cached_samples_));
+  const int64_t positions = position + 1;
+  // Grown by doubling, so a long generation copies each entry O(1) times.
+  const int64_t capacity = n > 0 ? static_cast<int64_t>(keys_.size()) / (n * c) : 0;
+  if (capacity < positions) {
+    const int64_t grown = std::max<int64_t>(2 * capacity, 16);
+    std::vector<float> keys(static_cast<size_t>(n * grown * c)), values(keys.size());
+    for (int64_t s = 0; s < n; ++s) {
+      std::copy_n(keys_.data() + s * capacity * c, cached_positions_ * c, keys.data() + s * grown * c);
+      std::copy_n(values_.data() + s * capacity * c, cached_positions_ * c, values.data() + s * grown * c);
+    }
+    keys_.swap(keys);
+    values_.swap(values);
+  }
+  const int64_t stride = static_cast<int64_t>(keys_.size()) / (n * c);  // positions a sample holds
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head));
+  scores_.resize(static_cast<size_t>(positions));
+  for (int64_t s = 0; s < n; ++s) {
+    const float* row = qkv.data() + s * 3 * c;
+    float* keys = keys_.data() + s * stride * c;
+    float* values = values_.data() + s * stride * c;
+    std::copy(row + c, row + 2 * c, keys + position * c);
+    std::copy(row + 2 * c, row + 3 * c, values + position * c);
+    for (int64_t h = 0; h < config_.heads; ++h) {
+      const float* q = row + h * head;
+      // An exact softmax as in training: scaled scores, their maximum
+      // subtracted, exponentials normalised by their sum.
+      float top = -INFINITY;
+      for (int64_t p = 0; p < positions; ++p) {
+        float dot = 0.0f;
+        for (int64_t d = 0; d < head; ++d) dot += q[d] * keys[p * c + h * head + d];
+        scores_[static_cast<size_t>(p)] = dot * scale;
+        top = std::max(top, dot * scale);
+      }
+      double sum = 0.0;
+      for (float& v : scores_) sum += (v = std::exp(v - top));
+      float* o = out.data() + s * c + h * head;
+      std::fill(o, o + head, 0.0f);
+      for (int64_t p = 0; p < positions; ++p) {
+        const float w = static_cast<float>(scores_[static_cast<size_t>(p)] / sum);
+        for (int64_t d = 0; d < head; ++d) o[d] += w * values[p * c + h * head + d];
+      }
+    }
+  }
+  cached_positions_ = positions;
 }
 
 int64_t CausalSelfAttention::forwardFlops() const {

@@ -9,9 +9,15 @@
 // stores the T x T scores; backward recomputes them from the inputs and each
 // row's log-sum-exp, which forward keeps.
 //
-// Ownership and threading: as every Layer; the log-sum-exp and the kernel's
-// scratch are this instance's.
+// Generation (LayerContext::decode_position) feeds one token per sample at
+// a time: the layer keeps every earlier position's keys and values, so a
+// sequence of N tokens costs N steps of one query each, not N full passes.
+//
+// Ownership and threading: as every Layer; the log-sum-exp, the kernel's
+// scratch and the decoding cache are this instance's.
 #pragma once
+#include <vector>
+
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/layers/scratch.h"
@@ -42,7 +48,14 @@ class CausalSelfAttention : public Layer {
   int64_t tokens_ = 0, channels_ = 0;
 
  private:
+  // One token per sample at ctx.decode_position, against this instance's
+  // cache of the earlier positions' keys and values (which it extends).
+  void decodeStep(const Tensor& qkv, Tensor& out, int64_t position);
+
   Scratch lse_, scratch_;
+  std::vector<float> keys_, values_;  // decoding: [sample][position][C]
+  std::vector<float> scores_;         // decoding: one query's scores
+  int64_t cached_samples_ = 0, cached_positions_ = 0;
 };
 
 }  // namespace dtrain

@@ -1,5 +1,7 @@
 #include "core/nn/layers/position_embedding.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 #include "core/nn/layers/layer_util.h"
 
@@ -41,7 +43,11 @@ void PositionEmbedding::bind(const std::vector<Tensor>& params, const std::vecto
 
 void PositionEmbedding::forward(const std::vector<const Tensor*>& in, Tensor& out, const LayerContext& ctx) {
   const int64_t n = in[0]->dim(0), per_sample = tokens_ * dim_;
-  const float* __restrict table = table_.data();
+  if (ctx.decode_position >= config_.context)
+    throw Error(layer_util::label(*this) + ": position " + std::to_string(ctx.decode_position) +
+                " is beyond its context of " + std::to_string(config_.context));
+  // Decoding one token: its position's row.
+  const float* __restrict table = table_.data() + std::max<int64_t>(ctx.decode_position, 0) * dim_;
   for (int64_t s = 0; s < n; ++s) {
     const float* __restrict x = in[0]->data() + s * per_sample;
     float* __restrict y = out.data() + s * per_sample;
