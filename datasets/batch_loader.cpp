@@ -125,6 +125,11 @@ bool BatchLoader::fill(Slot& slot, const std::vector<int64_t>& order, int64_t be
     slot.full = pinned_ ? Tensor::pinned(shape) : Tensor::empty(shape);
   }
   slot.batch.global_size = n;
+  slot.batch.global_labels = n * labels_per_sample_;
+  if (labels_per_sample_ > 1) {  // less the padding, of the whole global batch: every rank's
+    slot.batch.global_labels = 0;
+    for (int64_t i = 0; i < n; ++i) slot.batch.global_labels += data_.countedLabels(order[begin + i]);
+  }
   // This shard's rows of the global batch, split as the compute threads split theirs.
   const auto [lo, hi] = WorkerPool::split(n, shard_.world, shard_.rank);
   slot.batch.global_offset = lo;

@@ -52,6 +52,9 @@ struct Batch {
   int64_t size = 0;             // n
   int64_t global_size = 0;      // samples of the global batch (all ranks) it is a slice of
   int64_t global_offset = 0;    // row of the global batch where this slice starts
+  // The global batch's labels that count in the loss (global_size x labels
+  // per sample, less a token window's padding): what its mean is taken over.
+  int64_t global_labels = 0;
   BatchForm form = BatchForm::Floats;
   ByteBatch bytes;  // Bytes, Indices (images is then empty)
 };

@@ -51,6 +51,9 @@ class Dataset {
   virtual void getWithLabels(int64_t index, float* out, int32_t* labels) const {
     labels[0] = get(index, out);
   }
+  // The labels of sample `index` that count in the loss: all but a token
+  // window's padding (getWithLabels gives those as -1).
+  virtual int64_t countedLabels(int64_t index) const { return labelsPerSample(); }
   // True when get() reads and decodes a file (worth several loader threads).
   virtual bool decodesFiles() const { return false; }
   // The samples as bytes when the dataset holds them so and get() is their

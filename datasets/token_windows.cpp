@@ -4,8 +4,8 @@
 
 namespace dtrain {
 
-TokenWindowDataset::TokenWindowDataset(TokenCorpus corpus, int64_t context, std::string name)
-    : corpus_(std::move(corpus)), context_(context), name_(std::move(name)) {
+TokenWindowDataset::TokenWindowDataset(TokenCorpus corpus, int64_t context, std::string name, int64_t pad_id)
+    : corpus_(std::move(corpus)), context_(context), name_(std::move(name)), pad_id_(pad_id) {
   if (context_ < 1) throw ConfigError("[data] context must be >= 1 (got " + std::to_string(context_) + ")");
   const int64_t n = static_cast<int64_t>(corpus_.tokens.size());
   windows_ = n > 0 ? (n - 1) / context_ : 0;
@@ -32,7 +32,16 @@ int32_t TokenWindowDataset::get(int64_t index, float* out) const {
 void TokenWindowDataset::getWithLabels(int64_t index, float* out, int32_t* labels) const {
   get(index, out);
   const uint32_t* next = corpus_.tokens.data() + index * context_ + 1;
-  for (int64_t i = 0; i < context_; ++i) labels[i] = static_cast<int32_t>(next[i]);
+  for (int64_t i = 0; i < context_; ++i)
+    labels[i] = static_cast<int64_t>(next[i]) == pad_id_ ? -1 : static_cast<int32_t>(next[i]);
+}
+
+int64_t TokenWindowDataset::countedLabels(int64_t index) const {
+  if (pad_id_ < 0) return context_;
+  const uint32_t* next = corpus_.tokens.data() + index * context_ + 1;
+  int64_t counted = 0;
+  for (int64_t i = 0; i < context_; ++i) counted += static_cast<int64_t>(next[i]) != pad_id_;
+  return counted;
 }
 
 bool isTokenDataset(const std::string& dataset) { return dataset == "tokens" || dataset == "text"; }
@@ -52,12 +61,13 @@ std::unique_ptr<Dataset> openTokenDataset(const DataSection& data, Split split) 
     throw ConfigError("[data] dataset = \"" + data.dataset + "\" needs files = \"PATH or GLOB\"");
   if (!data.validation_files.empty())
     return std::make_unique<TokenWindowDataset>(
-        readCorpus(data, split == Split::Train ? data.files : data.validation_files), data.context, name);
+        readCorpus(data, split == Split::Train ? data.files : data.validation_files), data.context, name,
+        data.pad_id);
   // One corpus split at its end: validation never overlaps what is trained on.
   auto [train, validation] =
       splitOffEnd(readCorpus(data, data.files), data.validation_fraction, data.context + 1);
   return std::make_unique<TokenWindowDataset>(
-      split == Split::Train ? std::move(train) : std::move(validation), data.context, name);
+      split == Split::Train ? std::move(train) : std::move(validation), data.context, name, data.pad_id);
 }
 
 }  // namespace dtrain

@@ -26,7 +26,8 @@ namespace dtrain {
 class TokenWindowDataset : public Dataset {
  public:
   // Throws DataError when the corpus holds no whole window (name says which).
-  TokenWindowDataset(TokenCorpus corpus, int64_t context, std::string name);
+  // pad_id >= 0: labels equal to it are padding (-1: none).
+  TokenWindowDataset(TokenCorpus corpus, int64_t context, std::string name, int64_t pad_id = -1);
 
   std::string describe() const override;
   int64_t size() const override { return windows_; }
@@ -35,7 +36,9 @@ class TokenWindowDataset : public Dataset {
   int64_t labelsPerSample() const override { return context_; }
   // The window's ids; returns its first label (getWithLabels gives them all).
   int32_t get(int64_t index, float* out) const override;
+  // A label equal to the padding id is given as -1: the loss ignores it.
   void getWithLabels(int64_t index, float* out, int32_t* labels) const override;
+  int64_t countedLabels(int64_t index) const override;
   int64_t tokens() const { return static_cast<int64_t>(corpus_.tokens.size()); }
 
  private:
@@ -43,6 +46,7 @@ class TokenWindowDataset : public Dataset {
   int64_t context_;
   int64_t windows_;
   std::string name_;
+  int64_t pad_id_;
 };
 
 // Whether [data] dataset names a token dataset ("tokens" or "text").

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/errors.h"
 #include "models/preset_layers.h"
 
 namespace dtrain {
@@ -25,7 +26,12 @@ void dropout(PresetLayers& p, const std::string& name, double rate) {
 
 }  // namespace
 
-std::vector<LayerSpec> gptLayers(const ModelSection& m, int64_t vocab) {
+std::vector<LayerSpec> gptLayers(const ModelSection& m, int64_t data_vocab) {
+  if (m.vocab > 0 && m.vocab < data_vocab)
+    throw ConfigError("[model] vocab = " + std::to_string(m.vocab) +
+                      " is smaller than the data's vocabulary of " + std::to_string(data_vocab) +
+                      "; use 0 (the data's) or a padded size >= it");
+  const int64_t vocab = m.vocab > 0 ? m.vocab : data_vocab;
   PresetLayers p("gpt");
   LayerOptions& wte = p.add("wte", "embedding");
   p.set(wte, "vocab", vocab);

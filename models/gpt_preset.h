@@ -18,6 +18,7 @@
 
 namespace dtrain {
 
-std::vector<LayerSpec> gptLayers(const ModelSection& model, int64_t vocab);
+// data_vocab: the dataset's; [model] vocab may pad it.
+std::vector<LayerSpec> gptLayers(const ModelSection& model, int64_t data_vocab);
 
 }  // namespace dtrain

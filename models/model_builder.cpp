@@ -71,7 +71,10 @@ std::unique_ptr<Model> buildModel(const ModelSection& model, const Shape& input_
       std::make_unique<Model>(modelLayerSpecs(model, classes), input_shape, registry, layerDefaultsOf(model));
   // A label per position of a sequence input [T] (a language model's next
   // tokens): the output is [T, classes].
-  const bool per_position = input_shape.rank() == 1 && built->outputShape() == Shape{input_shape[0], classes};
+  // Its vocabulary may be padded: columns past `classes` are ignored.
+  const Shape& out = built->outputShape();
+  const bool per_position =
+      input_shape.rank() == 1 && out.rank() == 2 && out[0] == input_shape[0] && out[1] >= classes;
   if (built->outputShape() != Shape{classes} && !per_position) {
     const auto& last = built->nodes().back();
     std::string at = last.pos.str();

@@ -70,6 +70,10 @@ struct ModelSection {
   int64_t heads = 6;
   int64_t dim = 384;
   int64_t context = 256;
+  // gpt: the embedding's and output's vocabulary; 0 = the dataset's. Larger
+  // pads it (to a multiple of 64, say, for faster products): the padded ids
+  // take no probability and count in no loss.
+  int64_t vocab = 0;
   bool tie_embeddings = true;     // gpt: the output layer's weight is the token embedding's table (GPT-2)
   std::vector<LayerSpec> layers;  // explicit layer list (instead of a preset)
 };
@@ -117,6 +121,9 @@ struct DataSection {
   std::string validation_files;
   int64_t context = 256;
   int64_t vocab = 50257;
+  // A token id that pads sequences: as a label it counts in neither the loss
+  // nor the figures (-1 = none).
+  int64_t pad_id = -1;
 
   // Per-channel normalisation (x - mean) / std of the [0,1] pixels, any
   // dataset; empty = none. One value applies to every channel.

@@ -36,6 +36,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(model, heads),
       DTRAIN_JOB_FIELD(model, dim),
       DTRAIN_JOB_FIELD(model, context),
+      DTRAIN_JOB_FIELD(model, vocab),
       DTRAIN_JOB_FIELD(model, tie_embeddings),
 
       DTRAIN_JOB_FIELD(data, dataset),
@@ -58,6 +59,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(data, validation_files),
       DTRAIN_JOB_FIELD(data, context),
       DTRAIN_JOB_FIELD(data, vocab),
+      DTRAIN_JOB_FIELD(data, pad_id),
       DTRAIN_JOB_FIELD(data, mean),
       DTRAIN_JOB_FIELD(data, std),
       DTRAIN_JOB_FIELD(data, augment_flip),

@@ -133,6 +133,7 @@ void checkModel(const Checker& c, const ModelSection& m) {
     c.intRange("model.heads", m.heads, 1, 1024);
     c.intRange("model.dim", m.dim, 1, 1 << 16);
     c.intRange("model.context", m.context, 1, 1 << 20);
+    c.intRange("model.vocab", m.vocab, 0, int64_t{1} << 31);
     if (m.dim % m.heads != 0)
       c.fail("model.dim",
              "must be a multiple of heads (" + std::to_string(m.heads) + ")" + Checker::got(m.dim));
@@ -234,6 +235,7 @@ void checkData(const Checker& c, const DataSection& d) {
              "dataset \"" + d.dataset + "\" needs files = \"PATH or GLOB\" (the training corpus)");
     c.intRange("data.context", d.context, 1, int64_t{1} << 20);
     c.intRange("data.vocab", d.vocab, 2, int64_t{1} << 31);
+    c.intRange("data.pad_id", d.pad_id, -1, (d.dataset == "text" ? 256 : d.vocab) - 1);
     if (d.validation_files.empty() && !(d.validation_fraction > 0 && d.validation_fraction < 1))
       c.fail("data.validation_fraction",
              "must be in (0, 1) when no validation_files are given" + Checker::got(d.validation_fraction));

@@ -26,7 +26,9 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   const LayerRegistry device_layers = device.isCpu() ? LayerRegistry() : layersFor(device, gpu);
   const LayerRegistry& layers = device.isCpu() ? registry : device_layers;
   for (auto& r : replicas_) r.model = buildModel(model, input_shape, classes, layers);
-  labels_per_sample_ = replicas_[0].model->outputShape().numel() / classes;
+  // A per-position model's rows may be wider than the classes (a padded vocabulary).
+  width_ = replicas_[0].model->outputShape()[replicas_[0].model->outputShape().rank() - 1];
+  labels_per_sample_ = replicas_[0].model->outputShape().numel() / width_;
   if (!device.isCpu() && labels_per_sample_ != 1)
     throw ConfigError(
         "a model predicting every position of a sequence trains on the CPU only for now; set [job] device = "
@@ -40,7 +42,7 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   for (auto& r : replicas_) {
     r.grads = store_.gradBuffer();
     r.model->bind(store_, r.grads, capacity_, &buffers_);
-    r.dlogits = Tensor::empty(Shape{capacity_ * labels_per_sample_, classes}, device);
+    r.dlogits = Tensor::empty(Shape{capacity_ * labels_per_sample_, width_}, device);
   }
   if (!device.isCpu()) {
     device_input_ = Tensor::empty(input_shape.withBatch(capacity_), device);
@@ -248,19 +250,30 @@ void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, floa
     StepProfile* profile = training && t == 0 ? profile_ : nullptr;  // replica 0 speaks for the others
     ctx.layer_timer = profile;
     const Tensor& logits = r.model->forward(input, ctx);
-    // A sequence model's positions are rows of the loss like samples; the
-    // gradient stays that of the mean over all of the global batch's labels.
     const int64_t rows = len * labels_per_sample_;
     Tensor dlogits = r.dlogits.narrow(0, rows).reshape(logits.shape());
-    int64_t correct = 0;
+    int64_t correct = 0, counted = rows;
     if (profile) profile->beginPhase(DevicePhase::Loss);
-    r.figures.loss_sum +=
-        ops::softmaxCrossEntropy(logits.data(), batch.labels.data() + start * labels_per_sample_, rows,
-                                 classes_, grad_scale / static_cast<float>(labels_per_sample_),
-                                 dlogits.data(), &correct, training ? label_smoothing_ : 0.0f);
+    if (labels_per_sample_ == 1) {
+      r.figures.loss_sum +=
+          ops::softmaxCrossEntropy(logits.data(), batch.labels.data() + start, len, classes_, grad_scale,
+                                   dlogits.data(), &correct, training ? label_smoothing_ : 0.0f);
+    } else {
+      // A sequence model's positions are rows of the loss like samples, its
+      // padding left out; the gradient is that of the mean over the global
+      // batch's counted labels (grad_scale is the loss scaler's factor over
+      // the global batch's samples).
+      const float token_scale = batch.global_labels > 0 ? grad_scale * static_cast<float>(batch.global_size) /
+                                                              static_cast<float>(batch.global_labels)
+                                                        : 0.0f;
+      counted = 0;
+      r.figures.loss_sum += ops::tokenCrossEntropy(
+          logits.data(), batch.labels.data() + start * labels_per_sample_, rows, width_, classes_,
+          token_scale, dlogits.data(), &correct, &counted, training ? label_smoothing_ : 0.0f);
+    }
     if (profile) profile->endPhase(DevicePhase::Loss);
     r.figures.correct += correct;
-    r.figures.samples += rows;
+    r.figures.samples += counted;
     if (training) r.model->backward(input, dlogits, ctx);
   }
   if (training && listener && begin == end) {  // nothing to compute: its gradients stay zero

@@ -178,6 +178,7 @@ class ReplicaSet {
   int64_t capacity_;  // samples per replica per pass
   int64_t classes_;
   int64_t labels_per_sample_ = 1;  // T when the model predicts every position of a sequence
+  int64_t width_ = 0;              // the output's last extent: classes, or a padded vocabulary
   Device device_;
   Tensor device_input_;                  // GPU: the batch's images, copied from the loader
   std::unique_ptr<DeviceLoss> loss_;     // GPU: the loss kernel and its sums

@@ -31,10 +31,11 @@ SequenceDecoder::Built& SequenceDecoder::modelFor(int64_t length) {
   if (it != built_.end()) return *it->second;
   auto b = std::make_unique<Built>();
   b->model = buildModel(model_, Shape{length}, vocab_, builtinLayers());
-  if (b->model->outputShape() != Shape{length, vocab_})
+  const Shape& out = b->model->outputShape();
+  if (out.rank() != 2 || out[0] != length || out[1] < vocab_)
     throw ConfigError(
-        "generation needs a model predicting every position's next token ([T, vocab] out), not " +
-        b->model->outputShape().str());
+        "generation needs a model predicting every position's next token ([T, vocab] out), not " + out.str());
+  width_ = out[1];
   b->model->registerParams(b->params);
   b->params.allocate();
   if (b->params.size() != trained_.size())
@@ -87,7 +88,7 @@ std::vector<int32_t> SequenceDecoder::generate(const std::vector<int32_t>& promp
         b.input.data()[i] = static_cast<float>(seq[seq.size() - length + i]);
       LayerContext ctx;
       ctx.training = false;
-      logits = b.model->forward(b.input, ctx).data() + (length - 1) * vocab_;
+      logits = b.model->forward(b.input, ctx).data() + (length - 1) * width_;
     }
     seq.push_back(sampleToken(logits, vocab_, sampling, rng.uniformDouble()));
   }

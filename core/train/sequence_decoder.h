@@ -55,6 +55,7 @@ class SequenceDecoder {
 
   ModelSection model_;
   int64_t vocab_, context_;
+  int64_t width_ = 0;  // the output rows' width: vocab_, or a padded vocabulary
   const ParamStore& trained_;
   const ParamStore& buffers_;
   std::map<int64_t, std::unique_ptr<Built>> built_;  // by sequence length

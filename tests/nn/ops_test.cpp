@@ -230,3 +230,34 @@ TEST_CASE("softmaxCrossEntropy: label smoothing loss against the smoothed target
     CHECK(d[i] == doctest::Approx((plus - minus) / (2.0 * eps)).epsilon(2e-3).scale(1.0));
   }
 }
+
+TEST_CASE("tokenCrossEntropy: padding rows and padded vocabulary columns count for nothing") {
+  // 4 rows of a vocabulary of 3 padded to a width of 5; row 2's label is padding.
+  const int64_t rows = 4, width = 5, classes = 3;
+  std::vector<float> logits(rows * width);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>((i * 7) % 11) * 0.3f - 1.0f;
+  const std::vector<int32_t> labels = {2, 0, -1, 1};
+  std::vector<float> d(rows * width, 9.0f);
+  int64_t correct = 0, counted = 0;
+  const double loss = ops::tokenCrossEntropy(logits.data(), labels.data(), rows, width, classes, 0.25f,
+                                             d.data(), &correct, &counted, 0.0f);
+  CHECK(counted == 3);
+  // The same rows as plain rows of the first 3 columns, the padded row left out.
+  double want = 0.0;
+  int64_t want_correct = 0;
+  for (int64_t r : {0, 1, 3}) {
+    std::vector<float> row(logits.begin() + r * width, logits.begin() + r * width + classes), dr(classes);
+    want += ops::softmaxCrossEntropy(row.data(), &labels[static_cast<size_t>(r)], 1, classes, 0.25f,
+                                     dr.data(), &want_correct);
+    for (int64_t c = 0; c < classes; ++c)
+      CHECK(d[static_cast<size_t>(r * width + c)] == dr[static_cast<size_t>(c)]);
+    for (int64_t c = classes; c < width; ++c) CHECK(d[static_cast<size_t>(r * width + c)] == 0.0f);
+  }
+  CHECK(loss == want);
+  CHECK(correct == want_correct);
+  for (int64_t c = 0; c < width; ++c) CHECK(d[static_cast<size_t>(2 * width + c)] == 0.0f);
+  const std::vector<int32_t> bad = {3, 0, 0, 0};
+  CHECK_THROWS_AS(ops::tokenCrossEntropy(logits.data(), bad.data(), rows, width, classes, 1.0f, nullptr,
+                                         nullptr, nullptr, 0.0f),
+                  Error);
+}

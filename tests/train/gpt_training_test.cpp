@@ -163,3 +163,41 @@ TEST_CASE("gpt: bad token data is one line naming the file, and a non-zero exit"
   CHECK(bad.output.find("ids.bin") != std::string::npos);
   CHECK(bad.output.find("265") != std::string::npos);  // the id 0x0109
 }
+
+TEST_CASE(
+    "gpt: padding labels count in neither loss nor figures; a padded vocabulary trains as the plain one") {
+  TempDir dir("gpt_padding");
+  writeFile(dir / "text.txt", corpus());
+  // The space (32) as padding: the validation's counted tokens are its
+  // windows' labels less the spaces among them.
+  writeFile(dir / "job.toml", gptJob(dir / "run", dir / "text.txt", 2));
+  RunResult r =
+      runDtrain({"train", dir / "job.toml", "-q", "--set", "data.pad_id=32", "--set", "train.steps=10"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string text = corpus();
+  const size_t train = text.size() - static_cast<size_t>(std::llround(text.size() * 0.1));
+  const std::string validation = text.substr(train);
+  const size_t windows = (validation.size() - 1) / 16;
+  int64_t counted = 0;
+  for (size_t i = 1; i <= windows * 16; ++i) counted += validation[i] != ' ';
+  CHECK(evalFigures(dir / "run").samples == counted);
+
+  // A vocabulary padded from 256 to 320: the extra ids are never inputs, take
+  // no probability and get no gradient, and their table rows come after the
+  // others' draws, so the run ends where the plain one does, up to the
+  // rounding of the wider products.
+  for (const char* vocab : {"0", "320"}) {
+    writeFile(dir / (std::string("v") + vocab + ".toml"),
+              gptJob(dir / (std::string("v") + vocab), dir / "text.txt", 2));
+    RunResult v = runDtrain({"train", dir / (std::string("v") + vocab + ".toml"), "-q", "--set",
+                             std::string("model.vocab=") + vocab, "--set", "train.steps=10"});
+    INFO(v.output);
+    REQUIRE(v.exit_code == 0);
+  }
+  const double plain = evalFigures(dir / "v0").loss, padded = evalFigures(dir / "v320").loss;
+  CHECK(std::fabs(plain - padded) < 1e-5 * plain);
+  RunResult small = runDtrain({"check", dir / "job.toml", "--set", "model.vocab=200"});
+  CHECK(small.exit_code != 0);
+  CHECK(small.output.find("smaller than the data's vocabulary of 256") != std::string::npos);
+}

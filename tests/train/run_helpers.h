@@ -85,8 +85,10 @@ inline pid_t startDtrain(const std::vector<std::string>& args, const std::string
 }
 
 // The test figures `dtrain eval RUN_DIR --json` reports for a run's newest checkpoint.
+// samples: what the figures are over (a language model's counted tokens).
 struct EvalFigures {
   double loss = 0, accuracy = 0;
+  int64_t samples = 0;
 };
 
 inline EvalFigures evalFigures(const std::string& run_dir) {
@@ -95,7 +97,11 @@ inline EvalFigures evalFigures(const std::string& run_dir) {
   size_t loss = r.output.find("\"loss\":"), accuracy = r.output.find("\"accuracy\":");
   REQUIRE(loss != std::string::npos);
   REQUIRE(accuracy != std::string::npos);
-  return {std::atof(r.output.c_str() + loss + 7), std::atof(r.output.c_str() + accuracy + 11)};
+  size_t samples = r.output.find("\"samples\":"), tokens = r.output.find("\"tokens\":");
+  const int64_t count = samples != std::string::npos  ? std::atoll(r.output.c_str() + samples + 10)
+                        : tokens != std::string::npos ? std::atoll(r.output.c_str() + tokens + 9)
+                                                      : 0;
+  return {std::atof(r.output.c_str() + loss + 7), std::atof(r.output.c_str() + accuracy + 11), count};
 }
 
 // The last evaluation a run logged in its metrics.jsonl (loss, accuracy, and
