@@ -43,7 +43,7 @@ Exit status: 0 when both bars pass, 1 when one fails.
 
 Usage: scripts/bench/gpt_vs_pytorch.py [--repeats 1] [--warmup 2] [--steps 8] [--loss-steps 100]
            [--val-windows 256] [--torch-settings 2t,1t,2t+bf16,2t+compile,...] [--loss-setting 2t]
-           [--compile-timeout 300] [--no-loss] [--seed 1] [--wait-for-idle S] [--pypi]
+           [--compile-timeout 300] [--seed 1] [--wait-for-idle S] [--pypi]
            [--json FILE] [--dtrain PATH]
 """
 import argparse
