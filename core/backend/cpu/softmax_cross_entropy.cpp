@@ -1,7 +1,6 @@
 // Softmax cross-entropy: the loss and its gradient in one pass over the logits.
 // Rows are short (the class count), so this is computed in double per row for
 // an accurate loss; the cost is negligible next to the layers.
-#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -13,11 +12,10 @@ namespace dtrain::ops {
 namespace {
 
 // One row's loss against target q = (1 - smoothing) onehot(label) + smoothing /
-// classes over its first `classes` logits; writes the gradient row (width
-// entries, zero beyond classes) when d is given. Returns the loss; *hit when
-// the first maximal logit is the label.
-double rowLoss(const float* z, int32_t label, int64_t width, int64_t classes, float grad_scale, float* d,
-               float smoothing, bool* hit) {
+// classes; writes the gradient row when d is given. Returns the loss; *hit
+// when the first maximal logit is the label.
+double rowLoss(const float* z, int32_t label, int64_t classes, float grad_scale, float* d, float smoothing,
+               bool* hit) {
   const double spread = static_cast<double>(smoothing) / static_cast<double>(classes);  // q_c off the label
   const double on_label = 1.0 - static_cast<double>(smoothing);                         // + spread on it
   int64_t best = 0;
@@ -37,7 +35,6 @@ double rowLoss(const float* z, int32_t label, int64_t width, int64_t classes, fl
       const double p = std::exp(static_cast<double>(z[c]) - zmax) * inv;
       d[c] = static_cast<float>((p - spread - (c == label ? on_label : 0.0)) * grad_scale);
     }
-    for (int64_t c = classes; c < width; ++c) d[c] = 0.0f;
   }
   // -sum_c q_c (z_c - zmax - log sum), with sum_c q_c = 1.
   return std::log(sum) - on_label * (static_cast<double>(z[label]) - zmax) -
@@ -58,36 +55,11 @@ double softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n
   int64_t hits = 0;
   for (int64_t r = 0; r < n; ++r) {
     bool hit = false;
-    total += rowLoss(logits + r * classes, labels[r], classes, classes, grad_scale,
+    total += rowLoss(logits + r * classes, labels[r], classes, grad_scale,
                      dlogits ? dlogits + r * classes : nullptr, smoothing, &hit);
     hits += hit;
   }
   if (correct) *correct += hits;
-  return total;
-}
-
-double tokenCrossEntropy(const float* logits, const int32_t* labels, int64_t rows, int64_t width,
-                         int64_t classes, float grad_scale, float* dlogits, int64_t* correct,
-                         int64_t* counted, float smoothing) {
-  for (int64_t r = 0; r < rows; ++r)
-    if (labels[r] >= classes)
-      throw Error("label " + std::to_string(labels[r]) + " of token row " + std::to_string(r) +
-                  " is out of range for a vocabulary of " + std::to_string(classes));
-  double total = 0.0;
-  int64_t hits = 0, kept = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    float* d = dlogits ? dlogits + r * width : nullptr;
-    if (labels[r] < 0) {  // padding: neither loss nor gradient
-      if (d) std::fill(d, d + width, 0.0f);
-      continue;
-    }
-    bool hit = false;
-    total += rowLoss(logits + r * width, labels[r], width, classes, grad_scale, d, smoothing, &hit);
-    hits += hit;
-    ++kept;
-  }
-  if (correct) *correct += hits;
-  if (counted) *counted += kept;
   return total;
 }
 
