@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "core/backend/attention_ops.h"
+#include "core/backend/cpu/float_lanes.h"
 #include "core/backend/dropout_mask.h"
 #include "core/backend/ops.h"
 
@@ -22,19 +23,8 @@ namespace dtrain::ops {
 
 namespace {
 
-constexpr int64_t kLanes = 16;
-
-float rowMax(const float* __restrict s, int64_t n) {
-  float acc[kLanes];
-  for (int64_t l = 0; l < kLanes; ++l) acc[l] = s[0];
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) acc[l] = acc[l] < s[j + l] ? s[j + l] : acc[l];
-  for (; j < n; ++j) acc[0] = acc[0] < s[j] ? s[j] : acc[0];
-  float m = acc[0];
-  for (int64_t l = 1; l < kLanes; ++l) m = m < acc[l] ? acc[l] : m;
-  return m;
-}
+using lanes::kLanes;
+using lanes::rowMax;
 
 float laneSum(const float* __restrict x, int64_t n) {
   float acc[kLanes] = {};

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/backend/attention_ops.h"
+#include "core/backend/cpu/float_lanes.h"
 #include "core/backend/ops.h"
 #include "core/errors.h"
 
@@ -16,19 +17,8 @@ namespace dtrain::ops {
 
 namespace {
 
-constexpr int64_t kLanes = 16;
-
-float rowMax(const float* __restrict z, int64_t n) {
-  float acc[kLanes];
-  for (int64_t l = 0; l < kLanes; ++l) acc[l] = z[0];
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) acc[l] = acc[l] < z[c + l] ? z[c + l] : acc[l];
-  for (; c < n; ++c) acc[0] = acc[0] < z[c] ? z[c] : acc[0];
-  float m = acc[0];
-  for (int64_t l = 1; l < kLanes; ++l) m = m < acc[l] ? acc[l] : m;
-  return m;
-}
+using lanes::kLanes;
+using lanes::rowMax;
 
 // Sum of exp(z - top) over n values, each exponential written to e when
 // given. Blocks of kBlock values are summed in float lanes (64 terms a lane:
