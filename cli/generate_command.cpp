@@ -7,7 +7,7 @@
 #include "core/train/model_checkpoint.h"
 #include "core/train/sequence_decoder.h"
 #include "core/train/trainer.h"
-#include "datasets/dataset_info.h"
+#include "datasets/token_windows.h"
 #include "models/model_builder.h"
 
 namespace dtrain::cli {
@@ -45,7 +45,7 @@ std::vector<int32_t> promptIds(const std::string& prompt, bool bytes) {
 int runGenerate(const GenerateArgs& args) {
   ResumePoint from = loadResumePointReporting(args.checkpoint);
   const JobConfig& job = from.job;
-  if (job.data.dataset != "tokens" && job.data.dataset != "text")
+  if (!isTokenDataset(job.data.dataset))
     throw ConfigError(from.checkpoint.dir + " is a model of [data] dataset \"" + job.data.dataset +
                       "\", not a language model; generate samples from models trained on tokens or text");
   const bool bytes = job.data.dataset == "text";

@@ -10,17 +10,22 @@
 
 namespace dtrain {
 
-// A model for sequences of one length, bound to its own copy of the trained
-// parameters (the layout does not depend on the length).
+// A model for sequences of one length, bound to the trained parameters
+// themselves (their layout does not depend on the length; Model::bind checks
+// it entry by entry).
 struct SequenceDecoder::Built {
   std::unique_ptr<Model> model;
-  ParamStore params, buffers;
-  Tensor grads, input;
+  Tensor input;
 };
 
 SequenceDecoder::SequenceDecoder(const ModelSection& model, int64_t vocab, int64_t context,
                                  const ParamStore& trained, const ParamStore& buffers)
-    : model_(model), vocab_(vocab), context_(context), trained_(trained), buffers_(buffers) {
+    : model_(model),
+      vocab_(vocab),
+      context_(context),
+      trained_(trained),
+      buffers_(buffers),
+      grads_(trained.gradBuffer()) {  // inference writes none: one buffer serves every length's model
   if (context_ < 1) throw ConfigError("generation needs a context of at least one token");
 }
 
@@ -36,17 +41,7 @@ SequenceDecoder::Built& SequenceDecoder::modelFor(int64_t length) {
     throw ConfigError(
         "generation needs a model predicting every position's next token ([T, vocab] out), not " + out.str());
   width_ = out[1];
-  b->model->registerParams(b->params);
-  b->params.allocate();
-  if (b->params.size() != trained_.size())
-    throw Error("the model for generation has " + std::to_string(b->params.size()) +
-                " parameters, the checkpoint " + std::to_string(trained_.size()));
-  b->params.params().copyFrom(trained_.params());
-  b->model->registerBuffers(b->buffers);
-  b->buffers.allocate();
-  if (b->buffers.size() > 0) b->buffers.params().copyFrom(buffers_.params());
-  b->grads = b->params.gradBuffer();
-  b->model->bind(b->params, b->grads, 1, &b->buffers);
+  b->model->bind(trained_, grads_, 1, &buffers_);
   b->input = Tensor::empty(Shape{1, length});
   return *built_.emplace(length, std::move(b)).first->second;
 }

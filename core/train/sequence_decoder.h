@@ -15,7 +15,8 @@
 // Sampling: logits / temperature, softmax over the top_k largest (0 = all),
 // one draw from a seeded stream; temperature 0 takes the largest (greedy).
 //
-// Ownership: the decoder owns its models and a copy of the parameters.
+// Ownership: the decoder owns its models; they read the trained parameters
+// given to it, which must outlive it.
 // Thread-safety: one thread at a time.
 #pragma once
 #include <cstdint>
@@ -59,6 +60,7 @@ class SequenceDecoder {
   const ParamStore& trained_;
   const ParamStore& buffers_;
   std::map<int64_t, std::unique_ptr<Built>> built_;  // by sequence length
+  Tensor grads_;  // the models' gradient buffer, which inference never writes
 };
 
 // Samples one id from `logits` [vocab] with `options` and the stream `draw`

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/backend/attention_ops.h"
+#include "core/backend/cpu/float_lanes.h"
 
 namespace dtrain::ops {
 
@@ -20,22 +21,13 @@ namespace {
 // One sum per loop: GCC vectorises two reductions sharing a loop as the outer
 // loop, with lane shuffles that cost more than a second pass over the row
 // (it is in L1).
-constexpr int64_t kLanes = 16;
+using lanes::kLanes;
+using lanes::shiftedSum;
 
 double laneTotal(const float (&acc)[kLanes]) {
   double sum = 0.0;
   for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
   return sum;
-}
-
-// Sum of x[c] - shift.
-double shiftedSum(const float* __restrict x, int64_t n, float shift) {
-  float acc[kLanes] = {};
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) acc[l] += x[c + l] - shift;
-  for (int64_t l = 0; c + l < n; ++l) acc[l] += x[c + l] - shift;
-  return laneTotal(acc);
 }
 
 // Sum of (x[c] - shift)^2.

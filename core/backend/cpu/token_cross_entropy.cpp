@@ -17,14 +17,15 @@ namespace dtrain::ops {
 
 namespace {
 
+using lanes::kBlock;
 using lanes::kLanes;
 using lanes::rowMax;
+using lanes::shiftedSum;
 
 // Sum of exp(z - top) over n values, each exponential written to e when
 // given. Blocks of kBlock values are summed in float lanes (64 terms a lane:
 // a rounding error of at most 64 float steps of the block's sum), the
 // blocks in double.
-constexpr int64_t kBlock = 1024;
 
 double expSum(const float* __restrict z, int64_t n, float top, float* __restrict e) {
   double sum = 0.0;
@@ -41,22 +42,6 @@ double expSum(const float* __restrict z, int64_t n, float top, float* __restrict
         for (int64_t l = 0; l < kLanes; ++l) acc[l] += attentionExp(z[c + l] - top);
       for (; c < end; ++c) acc[0] += attentionExp(z[c] - top);
     }
-    for (float a : acc) sum += a;
-  }
-  return sum;
-}
-
-// Sum of z - top over n values (label smoothing's part of the target), in
-// blocks as expSum.
-double shiftedSum(const float* __restrict z, int64_t n, float top) {
-  double sum = 0.0;
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t end = std::min(n, b + kBlock);
-    float acc[kLanes] = {};
-    int64_t c = b;
-    for (; c + kLanes <= end; c += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) acc[l] += z[c + l] - top;
-    for (; c < end; ++c) acc[0] += z[c] - top;
     for (float a : acc) sum += a;
   }
   return sum;
