@@ -61,9 +61,12 @@ std::string CentralStorageStrategy::describeRun() const {
 StepFigures CentralStorageStrategy::step(const StepInput& in) {
   if (!local_) throw Error("central_storage: step before attach");
   if (worldSize() == 1) return local_->runAlone(in);
-  // Synchronised statistics need samples on every worker; an epoch's last
-  // global batch smaller than the worker count is skipped by all alike.
-  if (gradients_->syncsBatchStats() && in.batch.global_size < worldSize()) return StepFigures{};
+  // Synchronised statistics need samples in every worker's every
+  // micro-batch; an epoch's last global batch smaller than that is skipped
+  // by all alike.
+  if (gradients_->syncsBatchStats() &&
+      in.batch.global_size < worldSize() * local_->parts().job->train.accumulate)
+    return StepFigures{};
   const BatchFigures f = gradients_->compute(in);
   // The holder clips and updates; the others drop their (partial) gradients.
   LossScaler* scaler = local_->parts().loss_scaler;

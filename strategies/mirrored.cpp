@@ -46,9 +46,10 @@ StepFigures MirroredStrategy::step(const StepInput& in) {
   // An elastic run left with one rank still agrees (with itself) on a
   // regroup request, so replacements can join it.
   if (worldSize() == 1 && !elastic_) return local_->runAlone(in);
-  // Synchronised statistics need samples on every rank; an epoch's last
-  // global batch smaller than the rank count is skipped by all ranks alike.
-  if (gradients_->syncsBatchStats() && in.batch.global_size < worldSize()) {
+  // Synchronised statistics need samples in every rank's every micro-batch;
+  // an epoch's last global batch smaller than that is skipped by all ranks alike.
+  if (gradients_->syncsBatchStats() &&
+      in.batch.global_size < worldSize() * local_->parts().job->train.accumulate) {
     if (!elastic_) return StepFigures{};
     return agreeOnStep(in, BatchFigures{}, false);
   }

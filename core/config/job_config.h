@@ -140,9 +140,13 @@ struct DataSection {
 };
 
 struct TrainSection {
-  int64_t epochs = 10;  // train for this many epochs ...
-  int64_t steps = 0;    // ... or this many steps, when > 0 (then epochs is ignored)
-  int64_t batch_size = 128;
+  int64_t epochs = 10;       // train for this many epochs ...
+  int64_t steps = 0;         // ... or this many steps, when > 0 (then epochs is ignored)
+  int64_t batch_size = 128;  // samples of one micro-step, all workers together
+  // Micro-steps per update: their gradients add up before the one update,
+  // the mathematics of a batch accumulate x batch_size (updateBatch()) while
+  // the activations held are those of batch_size.
+  int64_t accumulate = 1;
   int64_t eval_batch_size = 1000;
   int64_t eval_every_steps = 0;  // 0 = off
   bool eval_every_epoch = true;
@@ -161,6 +165,10 @@ struct TrainSection {
   int64_t loss_scale_growth_interval = 2000;
   double loss_scale_backoff = 0.5;
   double loss_scale_growth = 2.0;
+
+  // The samples of one update, all workers together: what the loader's
+  // global batches hold, what a step's gradient is the mean over.
+  int64_t updateBatch() const { return batch_size * accumulate; }
 };
 
 struct OptimizerSection {

@@ -71,6 +71,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(train, epochs),
       DTRAIN_JOB_FIELD(train, steps),
       DTRAIN_JOB_FIELD(train, batch_size),
+      DTRAIN_JOB_FIELD(train, accumulate),
       DTRAIN_JOB_FIELD(train, eval_batch_size),
       DTRAIN_JOB_FIELD(train, eval_every_steps),
       DTRAIN_JOB_FIELD(train, eval_every_epoch),

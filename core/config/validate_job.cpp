@@ -265,6 +265,10 @@ void checkTrain(const Checker& c, const TrainSection& t) {
   if (t.steps == 0 && t.epochs <= 0)
     c.fail("train.epochs", "must be > 0 when steps is 0" + Checker::got(t.epochs));
   c.intRange("train.batch_size", t.batch_size, 1, 65536);
+  c.intRange("train.accumulate", t.accumulate, 1, 65536);
+  if (t.accumulate > 1 && t.batch_size * t.accumulate > (int64_t{1} << 24))
+    c.fail("train.accumulate", "makes an update of " + std::to_string(t.batch_size * t.accumulate) +
+                                   " samples (batch_size x accumulate), more than 16777216");
   c.intAtLeast("train.eval_batch_size", t.eval_batch_size, 1);
   c.intAtLeast("train.eval_every_steps", t.eval_every_steps, 0);
   c.intAtLeast("train.checkpoint_every_steps", t.checkpoint_every_steps, 0);

@@ -15,7 +15,9 @@ namespace dtrain {
 
 LocalStep::LocalStep(const TrainingParts& parts, bool record_graphs, DeviceFigures device_figures)
     : parts_(parts), device_figures_(device_figures) {
-  if (record_graphs && onDevice() && parts_.job->job.cuda_graphs && !parts_.profile)
+  // A step of micro-batches (accumulate) is not one recorded pass.
+  if (record_graphs && onDevice() && parts_.job->job.cuda_graphs && !parts_.profile &&
+      parts_.job->train.accumulate == 1)
     recorded_ =
         std::make_unique<RecordedSteps>(*parts_.replicas, *parts_.optimizer, parts_.job->train.batch_size,
                                         parts_.job->train.grad_clip_norm, parts_.say);
@@ -66,9 +68,10 @@ bool settleLossScale(const TrainingParts& parts, const StepInput& in, bool finit
   out.extra.emplace_back("skipped_steps", static_cast<double>(scaler.state().skipped_steps));
   if (!goes_ahead && parts.say) {
     char line[192];
-    std::snprintf(line, sizeof line,
-                  "step %lld: fp16 gradients hold an inf or a NaN at loss scale %g: update skipped, scale now %g",
-                  static_cast<long long>(in.update), used, scaler.scale());
+    std::snprintf(
+        line, sizeof line,
+        "step %lld: fp16 gradients hold an inf or a NaN at loss scale %g: update skipped, scale now %g",
+        static_cast<long long>(in.update), used, scaler.scale());
     parts.say(line);
   }
   return goes_ahead;

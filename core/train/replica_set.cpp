@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/nn/device_layers.h"
 #include "datasets/byte_images.h"
+#include "datasets/micro_batch.h"
 #include "models/model_builder.h"
 
 namespace dtrain {
@@ -283,7 +284,17 @@ void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, floa
 
 BatchFigures ReplicaSet::trainStep(const Batch& batch, uint64_t step_seed, float grad_scale,
                                    BackwardListener* listener) {
-  return runSlices(batch, true, step_seed, grad_scale, listener);
+  if (micro_batches_ == 1) return runSlices(batch, true, step_seed, grad_scale, listener);
+  // Every worker cuts its slice into the same number of micro-batches (some
+  // empty at an epoch's short end), so collectives inside a pass (batch
+  // statistics summed over the ranks) meet in step.
+  BatchFigures total;
+  for (int64_t m = 0; m < micro_batches_; ++m) {
+    auto [begin, end] = WorkerPool::split(batch.size, static_cast<int>(micro_batches_), static_cast<int>(m));
+    const Batch micro = microBatchOf(batch, begin, end - begin);
+    total += runSlices(micro, true, step_seed, grad_scale, m + 1 == micro_batches_ ? listener : nullptr);
+  }
+  return total;
 }
 
 void ReplicaSet::sumGradients(int64_t begin, int64_t end) {

@@ -72,6 +72,9 @@ class ReplicaSet {
   // It is called from a compute thread in the middle of forward and backward,
   // so nothing else may use the ranks' collectives during a training pass.
   void syncBatchStatsAcrossRanks(BatchStatsReducer::RankSum rank_sum);
+  // [train] accumulate: each training batch passes in `micro_batches`
+  // micro-batches, their gradients adding up in the buffers (1: whole).
+  void setMicroBatches(int64_t micro_batches) { micro_batches_ = micro_batches; }
   // Label smoothing of the training loss (evaluation reports the plain loss).
   void setLabelSmoothing(float smoothing) { label_smoothing_ = smoothing; }
   // The arithmetic of every replica's passes ([job] precision; Model::setPrecision).
@@ -99,7 +102,8 @@ class ReplicaSet {
   // samples' loss (scaled by grad_scale, usually 1/batch) to its own buffer.
   // The buffers must be zero before (they start so; see sumGradients).
   // `listener` (optional) hears every replica finish each layer's backward,
-  // also replicas whose slice of the batch is empty.
+  // also replicas whose slice of the batch is empty; with micro-batches
+  // (setMicroBatches), in the last one's backward, when the gradients are whole.
   // On a GPU the work is queued and the figures returned are zero: read them
   // with takeDeviceFigures() once the update is queued too.
   BatchFigures trainStep(const Batch& batch, uint64_t step_seed, float grad_scale,
@@ -177,6 +181,7 @@ class ReplicaSet {
   std::vector<Replica> replicas_;
   int64_t capacity_;  // samples per replica per pass
   int64_t classes_;
+  int64_t micro_batches_ = 1;      // setMicroBatches
   int64_t labels_per_sample_ = 1;  // T when the model predicts every position of a sequence
   int64_t width_ = 0;              // the output's last extent: classes, or a padded vocabulary
   Device device_;

@@ -58,6 +58,14 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// "updates of 64 samples in 4 micro-batches of 16, " for the start-up line;
+// nothing without accumulation.
+std::string describeAccumulation(const TrainSection& train) {
+  if (train.accumulate == 1) return "";
+  return "updates of " + std::to_string(train.updateBatch()) + " samples in " +
+         std::to_string(train.accumulate) + " micro-batches of " + std::to_string(train.batch_size) + ", ";
+}
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -129,6 +137,7 @@ struct Trainer::Impl {
     replicas = std::make_unique<ReplicaSet>(job.model, train_data->sampleShape(), train_data->classes(),
                                             builtinLayers(), device.isCpu() ? job.job.threads : 1,
                                             job.train.batch_size, whole_device, gpu_layers);
+    replicas->setMicroBatches(job.train.accumulate);
     replicas->setLabelSmoothing(static_cast<float>(job.train.label_smoothing));
     replicas->setPrecision(precisionNamed(job.job.precision));
     if (opt.profile) {
@@ -169,7 +178,7 @@ struct Trainer::Impl {
     parts.slice_loader = [this](Shard shard) {
       LoaderOptions o = loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed, shard, false);
       o.prefetch = 0;
-      return std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, std::move(o));
+      return std::make_unique<BatchLoader>(*train_data, *sampler, job.train.updateBatch(), std::move(o));
     };
     strategy->attach(parts);
 
@@ -196,8 +205,14 @@ struct Trainer::Impl {
   // (datasets/byte_batches.h); before the first step, as the cache's budget
   // is a share of the memory free then.
   void planDeviceBatches() {
-    const GpuBatchPlan plan = planGpuBatches(job.data, *train_data, Augmentation::fromConfig(job.data),
-                                             replicas->freeDeviceBytes());
+    GpuBatchPlan plan = planGpuBatches(job.data, *train_data, Augmentation::fromConfig(job.data),
+                                       replicas->freeDeviceBytes());
+    // A byte batch's transforms address its own rows, so the micro-batches
+    // of an accumulating run are cut from floats instead.
+    if (plan.form == BatchForm::Bytes && job.train.accumulate > 1)
+      plan = {BatchForm::Floats,
+              "training batches cross to the GPU as floats (cut into micro-batches: "
+              "[train] accumulate; keep the split on the GPU with data.device_cache_mb)"};
     if (plan.form != BatchForm::Floats)
       replicas->useByteBatches(plan.form, *train_data->byteImages(),
                                Normalisation::fromConfig(job.data, train_data->sampleShape()[0]));
@@ -212,7 +227,7 @@ struct Trainer::Impl {
         loaderOptionsFor(job.data, *train_data, Split::Train, job.job.seed, strategy->dataShard(),
                          /*pinned=*/!device.isCpu());
     o.form = batch_form;
-    loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.batch_size, std::move(o));
+    loader = std::make_unique<BatchLoader>(*train_data, *sampler, job.train.updateBatch(), std::move(o));
   }
 
   // Algorithms timed since the last call go to the run directory at once, so
@@ -557,7 +572,7 @@ struct Trainer::Impl {
     if (state.step == 0)
       say("training " + job.job.name + ": " + std::to_string(replicas->store().count()) + " parameters, " +
           std::to_string(train_data->size()) + " training samples, " + std::to_string(steps_per_epoch) +
-          " steps/epoch, " +
+          " steps/epoch, " + describeAccumulation(job.train) +
           (device.isCpu() ? std::to_string(job.job.threads) + " threads (CPU kernels " +
                                 cpu::levelName(cpu::activeLevel()) + ")"
                           : "on " + describeDevice(device)) +
@@ -580,7 +595,7 @@ struct Trainer::Impl {
     catchUp();  // a replacement joins at the point the survivors re-formed at
     while (state.step < total_steps && !stopping()) {
       loader->start(state.epoch, state.position);
-      int64_t first = state.position == 0 ? 0 : state.position / job.train.batch_size;
+      int64_t first = state.position == 0 ? 0 : state.position / job.train.updateBatch();
       if (!quiet())
         progress->beginEpoch(state.epoch, epochs,
                              std::min(steps_per_epoch, total_steps - state.epoch * steps_per_epoch), first);

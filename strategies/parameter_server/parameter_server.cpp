@@ -117,7 +117,9 @@ std::string ParameterServerStrategy::describeRun() const {
 
 StepFigures ParameterServerStrategy::step(const StepInput& in) {
   if (!local_) throw Error("parameter_server: step before attach");
-  if (syncsBatchStats() && in.batch.global_size < worldSize()) return StepFigures{};
+  // Synchronised statistics need samples in every worker's every micro-batch.
+  if (syncsBatchStats() && in.batch.global_size < worldSize() * local_->parts().job->train.accumulate)
+    return StepFigures{};
   if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
   const int64_t batch = in.update - 1;  // each step is one global batch
   if (lockstep()) return stepTogether(in, batch);
@@ -169,7 +171,7 @@ const Batch& ParameterServerStrategy::readSlice(int64_t batch, int slice) {
   if (!loader) loader = parts.slice_loader(Shard{slice, worldSize()});
   const int64_t epoch = batch / parts.batches_per_epoch;
   const int64_t in_epoch = batch % parts.batches_per_epoch;
-  loader->start(epoch, in_epoch * parts.job->train.batch_size);
+  loader->start(epoch, in_epoch * parts.job->train.updateBatch());
   if (!loader->next(slice_data_))
     throw Error("parameter_server: worker " + std::to_string(slice) + "'s slice of global batch " +
                 std::to_string(batch) + " is past the end of its epoch");
@@ -304,7 +306,7 @@ bool ParameterServerStrategy::takeInLossesTogether(bool poll) {
                           lost.host + ") during global batch " + std::to_string(together_batch_) + "; " +
                           std::to_string(worldSize() - handover_.losses()) +
                           " workers compute its slices from there on (the global batch stays " +
-                          std::to_string(local_->parts().job->train.batch_size) + ")");
+                          std::to_string(local_->parts().job->train.updateBatch()) + ")");
   }
   return fresh;
 }

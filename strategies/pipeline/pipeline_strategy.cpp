@@ -14,6 +14,8 @@
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
 #include "core/train/local_step.h"
+#include "core/util/worker_pool.h"
+#include "datasets/micro_batch.h"
 #include "models/model_builder.h"
 #include "strategies/batch_norm_across_workers.h"
 #include "strategies/pipeline/pipeline_plan.h"
@@ -243,26 +245,40 @@ StepFigures PipelineStrategy::step(const StepInput& in) {
   const auto t0 = std::chrono::steady_clock::now();
   StepFigures out;
   float busy_and_span[2] = {0, 0};
-  const BatchFigures f = worker_->step(in.batch, in.update, in.seed, scale, *link_, [&](Op op) {
-    // The pipeline's part of the step ends where its gradients are complete.
-    if (busy_and_span[1] == 0)
-      busy_and_span[1] = std::chrono::duration<float>(std::chrono::steady_clock::now() - t0).count();
-    if (op == Op::AllReduce && replicas_of_stage_)
-      replicas_of_stage_->allReduceSum(worker_->grads().data(), worker_->grads().numel());
-    if (op == Op::Update) update(in, out);
-  });
+  // [train] accumulate: the schedule runs once per micro-batch of the
+  // replica's slice, its gradients adding up; the all-reduce and the update
+  // come in the last run only. Each run's messages carry a number of their own.
+  const int64_t runs = parts_.job->train.accumulate;
+  BatchFigures f;
+  double busy = 0;
+  for (int64_t r = 0; r < runs; ++r) {
+    auto [begin, end] = WorkerPool::split(in.batch.size, static_cast<int>(runs), static_cast<int>(r));
+    const bool last = r + 1 == runs;
+    const Batch micro = runs == 1 ? Batch{} : microBatchOf(in.batch, begin, end - begin);
+    f += worker_->step(
+        runs == 1 ? in.batch : micro, (in.update - 1) * runs + r + 1, in.seed, scale, *link_, [&](Op op) {
+          if (!last) return;
+          // The pipeline's part of the step ends where its gradients are complete.
+          if (busy_and_span[1] == 0)
+            busy_and_span[1] = std::chrono::duration<float>(std::chrono::steady_clock::now() - t0).count();
+          if (op == Op::AllReduce && replicas_of_stage_)
+            replicas_of_stage_->allReduceSum(worker_->grads().data(), worker_->grads().numel());
+          if (op == Op::Update) update(in, out);
+        });
+    busy += worker_->busySeconds();
+  }
   // The bubble, as GPipe counts it: the share of the stages' time (each the
   // slowest stage's span) not spent computing.
-  busy_and_span[0] = static_cast<float>(worker_->busySeconds());
+  busy_and_span[0] = static_cast<float>(busy);
   std::vector<float> all(2 * static_cast<size_t>(worldSize()));
   all_->allGather(busy_and_span, 2, all.data());
-  double busy = 0, span = 0;
+  double all_busy = 0, span = 0;
   for (size_t r = 0; r < all.size(); r += 2) {
-    busy += all[r];
+    all_busy += all[r];
     span = std::max(span, static_cast<double>(all[r + 1]));
   }
   out.host = f;
-  if (span > 0) out.extra.emplace_back("pipeline_bubble", 1.0 - busy / (worldSize() * span));
+  if (span > 0) out.extra.emplace_back("pipeline_bubble", 1.0 - all_busy / (worldSize() * span));
   // The automatic split, corrected once by what the stages measured running
   // together (steps after the first, whose allocations it would count).
   const int after = cfg_.rebalance_after_steps;

@@ -96,21 +96,35 @@ TEST_CASE("gpt: sampling keeps to the top k, and temperature 0 takes the likelie
   CHECK(counts[1] == doctest::Approx(525).epsilon(0.01));
 }
 
-TEST_CASE("gpt: 2 threads and 2 mirrored workers compute what 1 thread computes") {
+TEST_CASE("gpt: 2 threads, 2 mirrored workers and 3 micro-batches compute what 1 thread computes") {
   TempDir dir("gpt_split");
   writeFile(dir / "text.txt", corpus());
   writeFile(dir / "one.toml", gptJob(dir / "one", dir / "text.txt", 1));
   writeFile(dir / "two.toml", gptJob(dir / "two", dir / "text.txt", 2));
   writeFile(dir / "mirrored.toml",
             gptJob(dir / "mirrored", dir / "text.txt", 1, "[strategy]\ntype = \"mirrored\"\nworkers = 2\n"));
+  // Micro-batches of 4 windows, 3 to an update: the batch of 12 in pieces,
+  // its loss the mean over all 12 windows' tokens.
+  writeFile(dir / "accumulated.toml", gptJob(dir / "accumulated", dir / "text.txt", 1));
   // Plain SGD with momentum: the thread split changes only the order of the
   // float sums over the batch, and SGD carries such differences through
   // unamplified (AdamW's division by sqrt(v) would magnify those of gradients
   // near zero up to the learning rate).
-  for (const char* run : {"one", "two", "mirrored"}) {
-    RunResult r =
-        runDtrain({"train", dir / (std::string(run) + ".toml"), "-q", "--set", "optimizer.type=sgd", "--set",
-                   "optimizer.lr=0.1", "--set", "optimizer.weight_decay=0", "--set", "train.steps=20"});
+  for (const char* run : {"one", "two", "mirrored", "accumulated"}) {
+    std::vector<std::string> args = {"train",
+                                     dir / (std::string(run) + ".toml"),
+                                     "-q",
+                                     "--set",
+                                     "optimizer.type=sgd",
+                                     "--set",
+                                     "optimizer.lr=0.1",
+                                     "--set",
+                                     "optimizer.weight_decay=0",
+                                     "--set",
+                                     "train.steps=20"};
+    if (std::string(run) == "accumulated")
+      args.insert(args.end(), {"--set", "train.batch_size=4", "--set", "train.accumulate=3"});
+    RunResult r = runDtrain(args);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
   }
@@ -118,8 +132,12 @@ TEST_CASE("gpt: 2 threads and 2 mirrored workers compute what 1 thread computes"
   // about 1e-6 of its size (float, a few hundred terms per thread), and 20
   // steps at lr 0.1 of gradients below 1 keep the weights within 1e-5 of the
   // largest one.
-  CHECK(checkpointDifference(dir / "one/checkpoints/latest", dir / "two/checkpoints/latest",
-                             "model.safetensors") < 1e-5);
+  for (const char* other : {"two", "accumulated"}) {
+    CAPTURE(other);
+    CHECK(checkpointDifference(dir / "one/checkpoints/latest",
+                               dir / (std::string(other) + "/checkpoints/latest"),
+                               "model.safetensors") < 1e-5);
+  }
   // Two workers of one thread split the batch as one process of two threads.
   CHECK(readFile(dir / "mirrored/checkpoints/latest/model.safetensors") ==
         readFile(dir / "two/checkpoints/latest/model.safetensors"));
@@ -133,15 +151,8 @@ TEST_CASE("gpt: killed mid-epoch and resumed, the run ends on the bits of an uni
   REQUIRE(runDtrain({"train", dir / "ref.toml", "-q"}).exit_code == 0);
   // 473 training windows, 40 steps an epoch at batch 12: step 33 is late in
   // the first epoch, after the checkpoint of step 30.
-  RunResult killed = runDtrain({"train", dir / "killed.toml", "-q", "--fault-kill-at-step", "33"});
-  CHECK(killed.exit_code == 128 + SIGKILL);
-  CHECK(stepDirs(dir / "killed").back() == "step-00000030");
-  RunResult resumed = runDtrain({"resume", dir / "killed", "-q"});
-  INFO(resumed.output);
-  REQUIRE(resumed.exit_code == 0);
-  for (const char* file : {"model.safetensors", "optimizer.safetensors"})
-    CHECK(readFile(dir / (std::string("killed/checkpoints/latest/") + file)) ==
-          readFile(dir / (std::string("ref/checkpoints/latest/") + file)));
+  checkKilledRunResumesExactly({"train", dir / "killed.toml", "-q"}, 33, dir / "killed", "step-00000030",
+                               dir / "ref");
 }
 
 TEST_CASE("gpt: bad token data is one line naming the file, and a non-zero exit") {

@@ -184,6 +184,24 @@ inline std::string smallJob(const std::string& run_dir, const std::string& extra
          extra;
 }
 
+// Runs `train_args` (a `dtrain train` command line) killed by SIGKILL at step
+// `kill_at`, checks that the last checkpoint it left is `left` ("step-00000030"),
+// resumes `run_dir` to the end, and checks that its latest checkpoint holds the
+// bits of `reference_run`'s: the model and the optimizer state.
+inline void checkKilledRunResumesExactly(std::vector<std::string> train_args, int64_t kill_at,
+                                         const std::string& run_dir, const std::string& left,
+                                         const std::string& reference_run) {
+  train_args.insert(train_args.end(), {"--fault-kill-at-step", std::to_string(kill_at)});
+  CHECK(runDtrain(train_args).exit_code == 128 + SIGKILL);
+  CHECK(stepDirs(run_dir).back() == left);
+  RunResult resumed = runDtrain({"resume", run_dir, "-q"});
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"})
+    CHECK(readFile(run_dir + "/checkpoints/latest/" + file) ==
+          readFile(reference_run + "/checkpoints/latest/" + file));
+}
+
 // The largest difference between the tensors of `file` in two checkpoint
 // directories, relative to the largest value.
 inline double checkpointDifference(const std::string& a_dir, const std::string& b_dir,
