@@ -177,7 +177,12 @@ struct OptimizerSection {
   double momentum = 0.9;      // sgd
   bool nesterov = false;      // sgd
   double weight_decay = 0.0;  // sgd/adam: L2 added to the gradient; adamw: decoupled
-  double beta1 = 0.9;         // adam/adamw
+  // adamw: its decay applies to matrices (dense and convolution kernels)
+  // only, unless these add the 1-D tensors (biases, normalisation scales and
+  // shifts) or the embedding tables.
+  bool decay_1d = false;
+  bool decay_embeddings = false;
+  double beta1 = 0.9;  // adam/adamw
   double beta2 = 0.999;
   double eps = 1e-8;
 };

@@ -91,6 +91,8 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(optimizer, momentum),
       DTRAIN_JOB_FIELD(optimizer, nesterov),
       DTRAIN_JOB_FIELD(optimizer, weight_decay),
+      DTRAIN_JOB_FIELD(optimizer, decay_1d),
+      DTRAIN_JOB_FIELD(optimizer, decay_embeddings),
       DTRAIN_JOB_FIELD(optimizer, beta1),
       DTRAIN_JOB_FIELD(optimizer, beta2),
       DTRAIN_JOB_FIELD(optimizer, eps),

@@ -313,6 +313,15 @@ void checkOptimizer(const Checker& c, const OptimizerSection& o) {
   if (o.nesterov && !(o.momentum > 0))
     c.fail("optimizer.nesterov", "needs momentum > 0 (got momentum " + formatFloat(o.momentum) + ")");
   c.nonNegative("optimizer.weight_decay", o.weight_decay);
+  // SGD's and Adam's weight decay is L2 added to every gradient (as
+  // PyTorch's): the keys choosing AdamW's tensors would change nothing.
+  if (o.type != "adamw")
+    for (const auto& [key, on] :
+         {std::pair<const char*, bool>{"optimizer.decay_1d", o.decay_1d},
+          std::pair<const char*, bool>{"optimizer.decay_embeddings", o.decay_embeddings}})
+      if (on)
+        c.fail(key, "chooses the tensors of adamw's decoupled weight decay; " + o.type +
+                        "'s weight_decay applies to every tensor (set type = \"adamw\", or drop the key)");
   c.fraction("optimizer.beta1", o.beta1);
   c.fraction("optimizer.beta2", o.beta2);
   c.positive("optimizer.eps", o.eps);
@@ -576,10 +585,12 @@ void checkClusterTimesAndPolicy(const Checker& c, const ClusterSection& cl) {
 // What a language model (token data) does not run on yet, each in one line.
 void checkLanguageModel(const Checker& c, const JobConfig& job) {
   if (job.data.dataset != "tokens" && job.data.dataset != "text") return;
-  if (job.strategy.type == "pipeline")
-    c.fail("strategy.type",
-           "'pipeline' does not train language models (token data) yet; use one_device, mirrored, "
-           "central_storage or parameter_server");
+  // The token table sits in the first stage, the output layer in the last.
+  if (job.strategy.type == "pipeline" && job.model.preset == "gpt" && job.model.tie_embeddings)
+    c.failOr("model.tie_embeddings", "strategy.type",
+             "true: a pipeline shares no weight across its stages yet, and the gpt's output layer (last "
+             "stage) ties its weight to the token table (first stage); set tie_embeddings = false, or "
+             "use one_device, mirrored, central_storage or parameter_server");
   if (job.job.device == "cuda")
     c.fail("job.device",
            "'cuda': language models (token data) train on the CPU only for now; set device = \"cpu\"");

@@ -30,6 +30,10 @@ struct ParamSpec {
   int64_t fan_in = 0;
   int64_t fan_out = 0;
   double init_std = 0.0;  // InitKind::Normal
+  // A lookup table (token or position embeddings): AdamW's weight decay
+  // passes it by unless [optimizer] decay_embeddings says otherwise, though
+  // it is a matrix.
+  bool embedding_table = false;
 };
 
 // Receives Model::backward's progress: layerDone(i) once node i's backward

@@ -38,20 +38,42 @@ void Adam::init(int64_t n, Device device) {
 void Adam::update(float* params, const float* grads, int64_t begin, int64_t end, const StepInfo& info) {
   checkUpdateRange(name(), begin, end, n_);
   if (info.step < 1) throw Error(name() + ": step must be >= 1, got " + std::to_string(info.step));
+  // AdamW's decay passes some tensors by (DecayMask): those pieces update
+  // with none.
+  const bool masked = decoupled_ && weight_decay_ != 0.0 && !decay_mask_.all();
   if (!device_.isCpu() && info.on_device) {
+    if (masked)
+      throw Error(name() +
+                  ": an update whose scalars are read on the device decays every tensor; "
+                  "this one decays only some (DecayMask)");
     device_ops::adamUpdateFromDevice(device_, params + begin, grads + begin, m_.data() + begin,
-                                     v_.data() + begin, end - begin, info.on_device, info.half_copy.at(begin));
+                                     v_.data() + begin, end - begin, info.on_device,
+                                     info.half_copy.at(begin));
     return;
   }
   if (!device_.isCpu()) {
-    device_ops::adamUpdate(device_, params + begin, grads + begin, m_.data() + begin, v_.data() + begin,
-                           end - begin, info.lr, beta1_, beta2_, eps_, weight_decay_, decoupled_, info.step,
-                           info.half_copy.at(begin));
+    auto piece = [&](int64_t b, int64_t e, bool decays) {
+      device_ops::adamUpdate(device_, params + b, grads + b, m_.data() + b, v_.data() + b, e - b, info.lr,
+                             beta1_, beta2_, eps_, decays ? weight_decay_ : 0.0, decoupled_, info.step,
+                             info.half_copy.at(b));
+    };
+    if (masked)
+      decay_mask_.split(begin, end, piece);
+    else
+      piece(begin, end, true);
     return;
   }
   const update_rules::AdamScalars s =
       update_rules::adamScalars(info.lr, beta1_, beta2_, eps_, weight_decay_, decoupled_, info.step);
-  adamLoop(params, grads, m_.data(), v_.data(), begin, end, s);
+  if (!masked) {
+    adamLoop(params, grads, m_.data(), v_.data(), begin, end, s);
+    return;
+  }
+  const update_rules::AdamScalars undecayed =
+      update_rules::adamScalars(info.lr, beta1_, beta2_, eps_, 0.0, decoupled_, info.step);
+  decay_mask_.split(begin, end, [&](int64_t b, int64_t e, bool decays) {
+    adamLoop(params, grads, m_.data(), v_.data(), b, e, decays ? s : undecayed);
+  });
 }
 
 void Adam::writeStepScalars(const StepInfo& info, StepScalars& out) const {

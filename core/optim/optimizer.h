@@ -25,6 +25,7 @@
 #include "core/backend/half_copy.h"
 #include "core/backend/step_scalars.h"
 #include "core/config/job_config.h"
+#include "core/optim/decay_mask.h"
 #include "core/tensor/tensor.h"
 
 namespace dtrain {
@@ -61,6 +62,15 @@ class Optimizer {
   // parameter layout, valid after init(); for checkpoints, which may overwrite
   // their contents. SGD without momentum has none.
   virtual std::vector<std::pair<std::string, Tensor*>> stateBuffers() = 0;
+
+  // Which parameters the weight decay applies to (AdamW's; SGD and Adam add
+  // theirs to every gradient, as PyTorch's do): all of them until set. Not
+  // reset by init().
+  void setDecayMask(DecayMask mask) { decay_mask_ = std::move(mask); }
+  const DecayMask& decayMask() const { return decay_mask_; }
+
+ protected:
+  DecayMask decay_mask_;
 };
 
 // Builds the optimizer named by cfg.type. Throws ConfigError for an unknown

@@ -146,6 +146,8 @@ class ReplicaSet {
   void clearGradients();
   // Forward only, inference mode.
   BatchFigures evaluate(const Batch& batch);
+  // The data's classes (a language model's vocabulary, which its output may pad).
+  int64_t classes() const { return classes_; }
   // 1, or T for a model whose output [T, classes] predicts each position of
   // a sequence (its loss, accuracy and sample counts are then per token).
   int64_t labelsPerSample() const { return labels_per_sample_; }

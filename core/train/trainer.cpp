@@ -30,6 +30,7 @@
 #include "core/train/step_profile.h"
 #include "core/train/stop_signal.h"
 #include "core/train/strategy.h"
+#include "core/train/weight_decay_mask.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
 #include "datasets/byte_batches.h"
@@ -146,6 +147,7 @@ struct Trainer::Impl {
     }
     optimizer = makeOptimizer(job.optimizer);
     optimizer->init(replicas->store().size(), whole_device);
+    optimizer->setDecayMask(weightDecayMask(replicas->store(), job.optimizer));
     loss_scaler = LossScaler(job);
     if (state.loss_scale > 0)  // a checkpoint of an fp16 run (a resume in fp16 goes on from it)
       loss_scaler.restore({state.loss_scale, state.loss_scale_good_steps, state.skipped_steps});

@@ -97,7 +97,8 @@ void ParameterServerStrategy::attach(const TrainingParts& parts) {
       state.push_back(onHost(*buffer));
       state_data.push_back(state.back().data());
     }
-    shards_->init(params.data(), state_data, parts.updates_done);
+    const std::vector<float> decay_flags = parts.optimizer->decayMask().flags(replicas.store().size());
+    shards_->init(params.data(), state_data, decay_flags.data(), parts.updates_done);
   }
   workers_->barrier();  // nobody pushes before the shards hold the chief's state
 }

@@ -156,9 +156,12 @@ std::optional<ps::Message> ShardClients::tryAwait(int shard, ps::Kind kind, cons
   return m;
 }
 
-void ShardClients::init(const float* params, const std::vector<const float*>& state, int64_t updates_done) {
-  std::vector<const float*> buffers = {params};  // the parameters, then the optimizer's state
+void ShardClients::init(const float* params, const std::vector<const float*>& state, const float* decay_flags,
+                        int64_t updates_done) {
+  // The parameters, the optimizer's state, the decay's flags.
+  std::vector<const float*> buffers = {params};
   buffers.insert(buffers.end(), state.begin(), state.end());
+  buffers.push_back(decay_flags);
   for (int s = 0; s < shards(); ++s) {
     // Slices of every buffer, kept until sent (the scratch holds one at a time).
     std::vector<std::vector<float>> slices;

@@ -34,9 +34,11 @@ class ShardClients {
   ~ShardClients();
 
   // The chief: hands each shard its parameters and optimizer state (flat
-  // host buffers, the state buffers in the optimizer's order) and the number
-  // of updates done; waits for every shard's answer.
-  void init(const float* params, const std::vector<const float*>& state, int64_t updates_done);
+  // host buffers, the state buffers in the optimizer's order), the weight
+  // decay's flags (DecayMask::flags of the whole layout) and the number of
+  // updates done; waits for every shard's answer.
+  void init(const float* params, const std::vector<const float*>& state, const float* decay_flags,
+            int64_t updates_done);
   // Sends update `update`'s gradients (flat, host) whole to every shard,
   // without waiting for the answer. They are of worker `of_worker`'s slice
   // of global batch `batch` (-1: not said), which the shards note for a

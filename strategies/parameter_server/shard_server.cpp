@@ -188,10 +188,21 @@ void ShardServer::init(const ps::Message& m, const std::string& routing) {
   const auto n = static_cast<int64_t>(m.payload[0].size());
   optimizer->init(n);
   auto state = optimizer->stateBuffers();
-  if (m.payload.size() != state.size() + 1)
+  // The parameters, the optimizer's state, and optionally one flag per
+  // parameter saying whether the weight decay applies (none: it applies to all).
+  if (m.payload.size() != state.size() + 1 && m.payload.size() != state.size() + 2)
     return refuse(h, routing,
-                  "init with " + std::to_string(m.payload.size() - 1) + " optimizer state buffers; " +
-                      optimizer->name() + " keeps " + std::to_string(state.size()));
+                  "init with " + std::to_string(m.payload.size() - 1) + " buffers after the parameters; " +
+                      optimizer->name() + " keeps " + std::to_string(state.size()) +
+                      " state buffers, and a decay mask may follow them");
+  if (m.payload.size() == state.size() + 2) {
+    const ps::FloatFrame& flags = m.payload.back();
+    if (static_cast<int64_t>(flags.size()) != n)
+      return refuse(h, routing,
+                    "init's decay mask holds " + std::to_string(flags.size()) + " flags, the parameters " +
+                        std::to_string(n));
+    optimizer->setDecayMask(DecayMask::fromFlags(flags.data(), n));
+  }
   for (size_t i = 0; i < state.size(); ++i) {
     if (static_cast<int64_t>(m.payload[i + 1].size()) != n)
       return refuse(h, routing,

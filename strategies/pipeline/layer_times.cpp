@@ -48,7 +48,7 @@ std::vector<double> medians(const std::vector<std::vector<double>>& passes, size
 
 std::vector<double> measureLayerSeconds(const std::vector<LayerSpec>& specs, const Shape& input,
                                         const LayerRegistry& registry, const LayerDefaults& defaults,
-                                        int64_t rows, int passes, Device device) {
+                                        int64_t rows, int passes, Device device, int64_t token_vocab) {
   Model model(specs, input, registry, defaults);
   ParamStore store, buffers;
   model.registerParams(store);
@@ -63,7 +63,9 @@ std::vector<double> measureLayerSeconds(const std::vector<LayerSpec>& specs, con
   Tensor doutput = Tensor::empty(model.outputShape().withBatch(rows));
   std::mt19937 engine(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = normal(engine);
+  std::uniform_int_distribution<int64_t> id(0, std::max<int64_t>(token_vocab, 1) - 1);
+  for (int64_t i = 0; i < images.numel(); ++i)
+    images.data()[i] = token_vocab > 0 ? static_cast<float>(id(engine)) : normal(engine);
   for (int64_t i = 0; i < doutput.numel(); ++i) doutput.data()[i] = 0.01f * normal(engine);
   images = images.to(device);
   doutput = doutput.to(device);

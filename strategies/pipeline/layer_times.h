@@ -17,9 +17,11 @@ namespace dtrain::pipeline {
 
 // Seconds per pass (forward + backward) of each layer of the model built
 // from `specs`, in its topological order; layers fused into another (whose
-// work the other does) cost 0.
+// work the other does) cost 0. The input is random normal values, or, with
+// `token_vocab` > 0 (a language model's token windows), random ids below it.
 std::vector<double> measureLayerSeconds(const std::vector<LayerSpec>& specs, const Shape& input,
                                         const LayerRegistry& registry, const LayerDefaults& defaults,
-                                        int64_t rows, int passes, Device device = Device::cpu());
+                                        int64_t rows, int passes, Device device = Device::cpu(),
+                                        int64_t token_vocab = 0);
 
 }  // namespace dtrain::pipeline

@@ -5,6 +5,7 @@
 
 #include "core/nn/layer_registry.h"
 #include "datasets/dataset_info.h"
+#include "datasets/token_windows.h"
 #include "models/model_builder.h"
 #include "strategies/pipeline/layer_times.h"
 #include "strategies/pipeline/schedule_check.h"
@@ -48,9 +49,9 @@ int optimizerStateFloats(const OptimizerSection& o) {
 
 }  // namespace
 
-std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure,
+std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, int64_t classes, bool measure,
                                      const LayerRegistry& registry, Device device) {
-  const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, whole.outputShape()[0]);
+  const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, classes);
   const int64_t rows = microBatchRows(job.strategy, job.train.batch_size);
   std::vector<LayerCost> costs = layerCosts(whole, specs);
   // Per micro-batch: predicted from the FLOPs per sample, or timed.
@@ -60,8 +61,9 @@ std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, b
     c.held_floats *= rows;
   }
   if (!measure || !job.strategy.stage_layers.empty() || job.strategy.split_by != "time") return costs;
-  const std::vector<double> seconds = measureLayerSeconds(
-      specs, whole.inputShape(), registry, layerDefaultsOf(job.model), rows, kTimedPasses, device);
+  const std::vector<double> seconds =
+      measureLayerSeconds(specs, whole.inputShape(), registry, layerDefaultsOf(job.model), rows, kTimedPasses,
+                          device, isTokenDataset(job.data.dataset) ? classes : 0);
   for (size_t i = 0; i < costs.size(); ++i) costs[i].seconds = seconds[i];
   return costs;
 }
@@ -126,7 +128,8 @@ PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::v
 PipelinePlan planPipelineJob(const JobConfig& job, bool measure) {
   const DatasetInfo data = peekDataset(job.data);
   const auto whole = buildModel(job.model, data.sample_shape, data.classes, builtinLayers());
-  return planPipeline(job, *whole, pipelineCosts(job, *whole, measure, builtinLayers(), Device::cpu()));
+  return planPipeline(job, *whole,
+                      pipelineCosts(job, *whole, data.classes, measure, builtinLayers(), Device::cpu()));
 }
 
 std::vector<LayerCost> costsMatching(std::vector<LayerCost> costs, const std::vector<int>& stage_of,

@@ -50,8 +50,9 @@ PipelinePlan planPipeline(const JobConfig& job, const Model& whole, const std::v
 
 // Each layer's cost for the split: timed on a micro-batch on `device`, its
 // layers `registry`'s (layer_times.h), when `measure`, the stages are not
-// named and the split is by time, else its FLOPs (layerCosts).
-std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, bool measure,
+// named and the split is by time, else its FLOPs (layerCosts). `classes`:
+// the data's, which built `whole`.
+std::vector<LayerCost> pipelineCosts(const JobConfig& job, const Model& whole, int64_t classes, bool measure,
                                      const LayerRegistry& registry, Device device);
 
 // The job's plan, its model built on its dataset's shape (read from the

@@ -14,6 +14,7 @@
 #include "core/nn/layer_registry.h"
 #include "core/optim/grad_clip.h"
 #include "core/train/local_step.h"
+#include "core/train/weight_decay_mask.h"
 #include "core/util/worker_pool.h"
 #include "datasets/micro_batch.h"
 #include "models/model_builder.h"
@@ -91,7 +92,7 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
   // Every rank times the layers at once, so each sees the others' load on
   // the machine as the stages will; the split takes the ranks' mean, the
   // same figures everywhere, so all of them cut the model in the same places.
-  costs_ = pipelineCosts(job, whole, /*measure=*/true, layers_, device);
+  costs_ = pipelineCosts(job, whole, parts.replicas->classes(), /*measure=*/true, layers_, device);
   std::vector<double> seconds;
   for (const LayerCost& c : costs_) seconds.push_back(c.seconds);
   all_->allReduceSum(seconds.data(), static_cast<int64_t>(seconds.size()));
@@ -105,7 +106,7 @@ void PipelineStrategy::attach(const TrainingParts& parts) {
 void PipelineStrategy::buildStages(const PipelinePlan& plan) {
   const JobConfig& job = *parts_.job;
   const Model& whole = parts_.replicas->model();
-  const int64_t classes = whole.outputShape()[0];
+  const int64_t classes = parts_.replicas->classes();
   const std::vector<LayerSpec> specs = modelLayerSpecs(job.model, classes);
   const int64_t micro = microBatchRows(cfg_, job.train.batch_size);
   // The old stage's link and rings go before the new ones are made.
@@ -165,6 +166,7 @@ void PipelineStrategy::buildStages(const PipelinePlan& plan) {
   // those every stage gathered into them).
   optimizer_ = makeOptimizer(job.optimizer);
   optimizer_->init(worker_->params().size(), parts_.device);
+  optimizer_->setDecayMask(weightDecayMask(worker_->params(), job.optimizer));
   auto whole_state = parts_.optimizer->stateBuffers();
   auto own_state = optimizer_->stateBuffers();
   auto copyIn = [](const Tensor& from, Tensor& to, const std::vector<PlacedTensor>& where) {

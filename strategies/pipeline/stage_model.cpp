@@ -47,6 +47,14 @@ StagePart stagePart(const Model& whole, const std::vector<LayerSpec>& specs, con
   int last = -1;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (stage_of[i] != stage) continue;
+    // A weight shared by two layers lives in one stage's store: both must be there.
+    if (const std::string tie = nodes[i].layer->tiedLayer();
+        !tie.empty() && index.count(tie) && stage_of[static_cast<size_t>(index.at(tie))] != stage)
+      throw ConfigError("pipeline: '" + nodes[i].layer->name() + "' (stage " + std::to_string(stage) +
+                        ") ties its weight to '" + tie + "' (stage " +
+                        std::to_string(stage_of[static_cast<size_t>(index.at(tie))]) +
+                        "); a pipeline shares no weight across stages yet: untie them ([model] "
+                        "tie_embeddings = false) or name stages that keep both together");
     LayerSpec spec = specNamed(specs, nodes[i].layer->name());
     spec.inputs = inputs.at(spec.name);
     // What it reads from earlier stages comes in through the cut.

@@ -193,16 +193,34 @@ std::vector<const Tensor*> StageWorker::inputsOf(int m) {
 
 void StageWorker::addLoss(const Tensor& logits, int m, float grad_scale, float* dlogits, float smoothing) {
   const auto [begin, end] = rows(m);
-  const int32_t* labels = batch_->labels.data() + begin;
+  // A per-position model's output is [T, width] a sample (width: the
+  // vocabulary, perhaps padded): each position a row of the loss, as in
+  // ReplicaSet::runSlice.
+  const int64_t width = logits.shape()[logits.shape().rank() - 1];
+  const int64_t per_sample = end > begin ? logits.numel() / ((end - begin) * width) : 1;
+  const int32_t* labels = batch_->labels.data() + begin * per_sample;
   if (loss_) {  // on the GPU, read at the step's (or the evaluation batch's) end
     loss_->queue(logits.data(), labels, end - begin, grad_scale, dlogits, smoothing);
     return;
   }
   int64_t correct = 0;
-  figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), labels, end - begin, classes_, grad_scale,
-                                                dlogits, &correct, smoothing);
+  if (per_sample == 1 && width == classes_) {
+    figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), labels, end - begin, classes_, grad_scale,
+                                                  dlogits, &correct, smoothing);
+    figures_.correct += correct;
+    figures_.samples += end - begin;
+    return;
+  }
+  // The mean over the global batch's counted labels (padding left out).
+  const Batch& b = *batch_;
+  const float token_scale = b.global_labels > 0 ? grad_scale * static_cast<float>(b.global_size) /
+                                                      static_cast<float>(b.global_labels)
+                                                : 0.0f;
+  int64_t counted = 0;
+  figures_.loss_sum += ops::tokenCrossEntropy(logits.data(), labels, (end - begin) * per_sample, width,
+                                              classes_, token_scale, dlogits, &correct, &counted, smoothing);
   figures_.correct += correct;
-  figures_.samples += end - begin;
+  figures_.samples += counted;
 }
 
 StageWorker::Bundle StageWorker::onward(int m, const std::vector<const Tensor*>& out) const {

@@ -6,26 +6,17 @@
 #include <csignal>
 
 #include "tests/train/run_helpers.h"
+#include "tests/train/small_mlp_job.h"
 
 using namespace dtrain::testing;
 
 namespace {
 
-// The mlp with dropout (its masks are drawn by the sample's row in the global
-// batch, so a micro-batch draws what the whole batch would) on 200 synthetic
-// samples, momentum SGD with weight decay.
+// Momentum SGD with weight decay.
 std::string mlpJob(const std::string& run_dir, int64_t batch, int64_t accumulate,
                    const std::string& extra = "") {
-  return "[job]\nname = \"acc\"\nrun_dir = \"" + run_dir +
-         "\"\nseed = 5\nthreads = 1\n"
-         "[model]\npreset = \"mlp\"\nhidden = [24, 16]\ndropout = 0.2\n"
-         "[data]\ndataset = \"synthetic\"\ntrain_samples = 200\ntest_samples = 40\nshape = [1, 8, 8]\n"
-         "classes = 4\n"
-         "[train]\nsteps = 6\nbatch_size = " +
-         std::to_string(batch) + "\naccumulate = " + std::to_string(accumulate) +
-         "\ncheckpoint_every_steps = 0\neval_every_epoch = false\n"
-         "[optimizer]\ntype = \"sgd\"\nlr = 0.05\nmomentum = 0.9\nweight_decay = 0.01\n" +
-         extra;
+  return smallMlpJob(run_dir, batch, accumulate,
+                     "type = \"sgd\"\nlr = 0.05\nmomentum = 0.9\nweight_decay = 0.01\n", extra);
 }
 
 }  // namespace

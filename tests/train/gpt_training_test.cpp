@@ -237,3 +237,31 @@ TEST_CASE("gpt: central_storage and a synchronous parameter server compute what 
                                "model.safetensors") < 1e-5);
   }
 }
+
+TEST_CASE("gpt: a pipeline of 2 stages computes what one process computes; a tied pipeline is one line") {
+  TempDir dir("gpt_pipeline");
+  writeFile(dir / "text.txt", corpus());
+  // Untied (below): the token table in the first stage, the output layer in the last.
+  writeFile(dir / "one.toml", gptJob(dir / "one", dir / "text.txt", 1));
+  writeFile(dir / "pipeline.toml",
+            gptJob(dir / "pipeline", dir / "text.txt", 1,
+                   "[strategy]\ntype = \"pipeline\"\nstages = 2\nmicro_batches = 3\nschedule = \"1f1b\"\n"));
+  for (const char* run : {"one", "pipeline"}) {
+    // SGD, as in the thread-split case; the pad id makes the counted labels
+    // fewer than the windows' positions, which the loss's mean must follow.
+    RunResult r =
+        runDtrain({"train", dir / (std::string(run) + ".toml"), "-q", "--set", "model.tie_embeddings=false",
+                   "--set", "optimizer.type=sgd", "--set", "optimizer.lr=0.1", "--set",
+                   "optimizer.weight_decay=0", "--set", "train.steps=20", "--set", "data.pad_id=32"});
+    INFO(run << ": " << r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  CHECK(checkpointDifference(dir / "one/checkpoints/latest", dir / "pipeline/checkpoints/latest",
+                             "model.safetensors") < 1e-5);
+  CHECK(std::fabs(evalFigures(dir / "one").loss - evalFigures(dir / "pipeline").loss) <
+        1e-5 * evalFigures(dir / "one").loss);
+  RunResult tied = runDtrain({"check", dir / "pipeline.toml"});
+  CHECK(tied.exit_code != 0);
+  CHECK(lineCount(tied.output) == 1);
+  CHECK(tied.output.find("tie_embeddings = false") != std::string::npos);
+}

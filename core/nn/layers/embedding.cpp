@@ -33,6 +33,7 @@ Shape Embedding::setup(const std::vector<Shape>& inputs) {
 
 std::vector<ParamSpec> Embedding::paramSpecs() const {
   ParamSpec table{"weight", Shape{config_.vocab, config_.dim}, InitKind::Normal, config_.dim, config_.dim};
+  table.embedding_table = true;
   table.init_std = config_.init_std;
   return {table};
 }

@@ -32,6 +32,7 @@ Shape PositionEmbedding::setup(const std::vector<Shape>& inputs) {
 
 std::vector<ParamSpec> PositionEmbedding::paramSpecs() const {
   ParamSpec table{"weight", Shape{config_.context, dim_}, InitKind::Normal, dim_, dim_};
+  table.embedding_table = true;
   table.init_std = config_.init_std;
   return {table};
 }
