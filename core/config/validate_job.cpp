@@ -585,12 +585,6 @@ void checkClusterTimesAndPolicy(const Checker& c, const ClusterSection& cl) {
 // What a language model (token data) does not run on yet, each in one line.
 void checkLanguageModel(const Checker& c, const JobConfig& job) {
   if (job.data.dataset != "tokens" && job.data.dataset != "text") return;
-  // The token table sits in the first stage, the output layer in the last.
-  if (job.strategy.type == "pipeline" && job.model.preset == "gpt" && job.model.tie_embeddings)
-    c.failOr("model.tie_embeddings", "strategy.type",
-             "true: a pipeline shares no weight across its stages yet, and the gpt's output layer (last "
-             "stage) ties its weight to the token table (first stage); set tie_embeddings = false, or "
-             "use one_device, mirrored, central_storage or parameter_server");
   if (job.job.device == "cuda")
     c.fail("job.device",
            "'cuda': language models (token data) train on the CPU only for now; set device = \"cpu\"");

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/nn/device_layers.h"
 #include "core/nn/layer_registry.h"
+#include "core/optim/decay_mask.h"
 #include "core/optim/grad_clip.h"
 #include "core/train/local_step.h"
 #include "core/train/weight_decay_mask.h"
@@ -144,29 +145,62 @@ void PipelineStrategy::buildStages(const PipelinePlan& plan) {
   ParamStore& buffers = parts_.replicas->buffers();
   params_of_ = placeByStage(store, stage_by_layer, cfg_.stages);
   buffers_of_ = placeByStage(buffers, stage_by_layer, cfg_.stages);
-  // This stage's own stores must be laid out as computed for every stage.
-  auto check = [&](const ParamStore& whole_store, const ParamStore& own,
-                   const std::vector<PlacedTensor>& mine) {
+  // This stage's own offsets, from its own stores (a borrowed copy among them
+  // shifts those after it), checked to hold what the whole model's do.
+  auto locate = [&](const ParamStore& whole_store, const ParamStore& own, std::vector<PlacedTensor>& mine) {
     size_t i = 0;
     for (const ParamEntry& e : whole_store.entries()) {
       if (stage_by_layer.at(layerOf(e.name)) != stage()) continue;
       const ParamEntry* o = own.find(e.name);
-      if (!o || o->offset != mine.at(i).own)
+      if (!o || o->shape != e.shape)
         throw Error("pipeline: stage " + std::to_string(stage()) + " lays out '" + e.name +
                     "' unlike the whole model");
-      ++i;
+      mine.at(i++).own = o->offset;
     }
-    if (static_cast<int64_t>(i) != static_cast<int64_t>(own.entries().size()))
-      throw Error("pipeline: stage " + std::to_string(stage()) + " holds tensors the whole model does not");
+    return i;
   };
-  check(store, worker_->params(), params_of_[static_cast<size_t>(stage())]);
-  check(buffers, worker_->buffers(), buffers_of_[static_cast<size_t>(stage())]);
+  const size_t own_params = locate(store, worker_->params(), params_of_[static_cast<size_t>(stage())]);
+  const size_t own_buffers = locate(buffers, worker_->buffers(), buffers_of_[static_cast<size_t>(stage())]);
+  // A weight shared with another stage: the owner's entry, the borrower's copy.
+  auto firstEntryOf = [](const ParamStore& s, const std::string& layer) -> const ParamEntry& {
+    for (const ParamEntry& e : s.entries())
+      if (layerOf(e.name) == layer) return e;
+    throw Error("pipeline: layer '" + layer + "' holds no weight to share");
+  };
+  shared_.clear();
+  borrowed_.clear();
+  for (const SharedWeight& w : sharedAcrossStages(whole, plan.stage_of)) {
+    const ParamEntry& owner = firstEntryOf(store, w.owner);
+    PlacedTensor t{owner.offset, -1, owner.shape.numel()};
+    if (w.owner_stage == stage()) t.own = firstEntryOf(worker_->params(), w.owner).offset;
+    if (w.borrower_stage == stage()) {
+      const ParamEntry& copy = firstEntryOf(worker_->params(), w.borrower);
+      if (copy.shape != owner.shape)
+        throw Error("pipeline: '" + w.borrower + "' holds " + copy.shape.str() + " for '" + w.owner + "''s " +
+                    owner.shape.str());
+      t.own = copy.offset;
+      borrowed_.push_back(t);
+    }
+    shared_.push_back(t);
+  }
+  if (own_params + borrowed_.size() != worker_->params().entries().size() ||
+      own_buffers != worker_->buffers().entries().size())
+    throw Error("pipeline: stage " + std::to_string(stage()) + " holds tensors the whole model does not");
 
   // The stage starts from the whole copies every rank holds (the chief's, or
   // those every stage gathered into them).
   optimizer_ = makeOptimizer(job.optimizer);
   optimizer_->init(worker_->params().size(), parts_.device);
-  optimizer_->setDecayMask(weightDecayMask(worker_->params(), job.optimizer));
+  // The whole model's choice, carried to this stage's layout: a borrowed
+  // copy decays as its owner does.
+  {
+    const std::vector<float> whole_flags = weightDecayMask(store, job.optimizer).flags(store.size());
+    std::vector<float> flags(static_cast<size_t>(worker_->params().size()), 0.0f);
+    for (const auto* placed : {&params_of_[static_cast<size_t>(stage())], &borrowed_})
+      for (const PlacedTensor& p : *placed)
+        std::copy_n(whole_flags.begin() + p.whole, p.numel, flags.begin() + p.own);
+    optimizer_->setDecayMask(DecayMask::fromFlags(flags.data(), static_cast<int64_t>(flags.size())));
+  }
   auto whole_state = parts_.optimizer->stateBuffers();
   auto own_state = optimizer_->stateBuffers();
   auto copyIn = [](const Tensor& from, Tensor& to, const std::vector<PlacedTensor>& where) {
@@ -175,9 +209,13 @@ void PipelineStrategy::buildStages(const PipelinePlan& plan) {
   };
   const std::vector<PlacedTensor>& mine = params_of_[static_cast<size_t>(stage())];
   copyIn(store.params(), worker_->params().params(), mine);
+  copyIn(store.params(), worker_->params().params(), borrowed_);
   copyIn(buffers.params(), worker_->buffers().params(), buffers_of_[static_cast<size_t>(stage())]);
   for (size_t b = 0; b < own_state.size(); ++b)
-    if (whole_state[b].second->numel() > 0) copyIn(*whole_state[b].second, *own_state[b].second, mine);
+    if (whole_state[b].second->numel() > 0) {
+      copyIn(*whole_state[b].second, *own_state[b].second, mine);
+      copyIn(*whole_state[b].second, *own_state[b].second, borrowed_);
+    }
 
   layout_.clear();
   for (size_t k = 0; k < plan.stages.size(); ++k)
@@ -265,7 +303,10 @@ StepFigures PipelineStrategy::step(const StepInput& in) {
             busy_and_span[1] = std::chrono::duration<float>(std::chrono::steady_clock::now() - t0).count();
           if (op == Op::AllReduce && replicas_of_stage_)
             replicas_of_stage_->allReduceSum(worker_->grads().data(), worker_->grads().numel());
-          if (op == Op::Update) update(in, out);
+          if (op == Op::Update) {
+            meetSharedGradients();
+            update(in, out);
+          }
         });
     busy += worker_->busySeconds();
   }
@@ -301,6 +342,24 @@ BatchFigures PipelineStrategy::evaluateBatch(const Batch& batch) {
   return worker_->evaluate(batch, ++evaluations_, *link_);
 }
 
+void PipelineStrategy::meetSharedGradients() {
+  if (shared_.empty()) return;
+  // The stages' sends are handed over first: a neighbour may still be
+  // receiving them before it joins the sum.
+  link_->waitSends();
+  Tensor& grads = worker_->grads();
+  for (const PlacedTensor& t : shared_) {
+    // Replica 0's copies, summed over its replicas already (AllReduce comes
+    // before Update), are the whole gradient's two parts; the other
+    // replicas add zeros, so the sum is exact and the same on every rank.
+    std::vector<float> sum(static_cast<size_t>(t.numel), 0.0f);
+    if (t.own >= 0 && replica() == 0)
+      copyFloats(sum.data(), Device::cpu(), grads.data() + t.own, grads.device(), t.numel);
+    all_->allReduceSum(sum.data(), t.numel);
+    if (t.own >= 0) copyFloats(grads.data() + t.own, grads.device(), sum.data(), Device::cpu(), t.numel);
+  }
+}
+
 void PipelineStrategy::update(const StepInput& in, StepFigures& out) {
   Tensor& grads = worker_->grads();
   const int64_t n = grads.numel();
@@ -310,8 +369,13 @@ void PipelineStrategy::update(const StepInput& in, StepFigures& out) {
     // (each stage's replicas hold the same sum). An inf or a NaN in any
     // stage's part makes it one on every rank: fp16's overflow, agreed on.
     const Device device = grads.device();
-    double squares =
-        device.isCpu() ? sumOfSquares(grads.data(), 0, n) : device_ops::sumOfSquares(device, grads.data(), n);
+    auto squaresOf = [&](int64_t at, int64_t count) {
+      return device.isCpu() ? sumOfSquares(grads.data(), at, at + count)
+                            : device_ops::sumOfSquares(device, grads.data() + at, count);
+    };
+    // A borrowed copy's gradient is its owner's: counted once, there.
+    double squares = squaresOf(0, n);
+    for (const PlacedTensor& b : borrowed_) squares -= squaresOf(b.own, b.numel);
     all_->allReduceSum(&squares, 1);
     const std::optional<float> f = updateFactor(parts_, in, squares / cfg_.replicas, out);
     if (!f) {

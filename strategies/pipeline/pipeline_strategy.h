@@ -85,6 +85,9 @@ class PipelineStrategy : public Strategy {
   // This rank's stage of `plan`: its worker, link, optimizer and values,
   // taken from the whole copies.
   void buildStages(const PipelinePlan& plan);
+  // Sums the gradients of each weight shared across stages (SharedWeight)
+  // into every copy of it: a collective of every rank, before the update.
+  void meetSharedGradients();
   // Re-plans the automatic split with the layers' costs scaled to what each
   // stage measured, and moves the cuts when the slowest stage gains.
   void rebalance(int64_t step);
@@ -113,6 +116,12 @@ class PipelineStrategy : public Strategy {
   std::unique_ptr<Optimizer> optimizer_;  // the stage's parameters only
   // Per stage: its parameters and buffers (own: offsets in that stage's stores).
   std::vector<std::vector<PlacedTensor>> params_of_, buffers_of_;
+  // Weights shared across stages (SharedWeight), in the same order on every
+  // rank: their size, and where this stage holds a copy (own < 0: it holds none).
+  std::vector<PlacedTensor> shared_;
+  // The copies this stage borrows: the owner's place in the whole model, the
+  // copy's in this stage's store (taken in, never gathered out).
+  std::vector<PlacedTensor> borrowed_;
   std::string layout_;                   // the stage table, for the start-up line
   std::vector<float> activation_bytes_;  // per rank, in MB: what its stage holds
 };

@@ -47,16 +47,12 @@ StagePart stagePart(const Model& whole, const std::vector<LayerSpec>& specs, con
   int last = -1;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (stage_of[i] != stage) continue;
-    // A weight shared by two layers lives in one stage's store: both must be there.
-    if (const std::string tie = nodes[i].layer->tiedLayer();
-        !tie.empty() && index.count(tie) && stage_of[static_cast<size_t>(index.at(tie))] != stage)
-      throw ConfigError("pipeline: '" + nodes[i].layer->name() + "' (stage " + std::to_string(stage) +
-                        ") ties its weight to '" + tie + "' (stage " +
-                        std::to_string(stage_of[static_cast<size_t>(index.at(tie))]) +
-                        "); a pipeline shares no weight across stages yet: untie them ([model] "
-                        "tie_embeddings = false) or name stages that keep both together");
     LayerSpec spec = specNamed(specs, nodes[i].layer->name());
     spec.inputs = inputs.at(spec.name);
+    // Tied to a layer of another stage: a weight of its own here (SharedWeight).
+    if (const std::string tie = nodes[i].layer->tiedLayer();
+        !tie.empty() && stage_of[static_cast<size_t>(index.at(tie))] != stage)
+      spec.options.set("tie", std::string(), spec.pos);
     // What it reads from earlier stages comes in through the cut.
     for (const std::string& in : spec.inputs) {
       const bool network = in == "input";
@@ -86,6 +82,19 @@ StagePart stagePart(const Model& whole, const std::vector<LayerSpec>& specs, con
     if (read_later) part.cut.outputs.push_back(spec.name);
   }
   return part;
+}
+
+std::vector<SharedWeight> sharedAcrossStages(const Model& whole, const std::vector<int>& stage_of) {
+  const std::map<std::string, int> index = nodeIndex(whole);
+  std::vector<SharedWeight> out;
+  for (size_t i = 0; i < whole.nodes().size(); ++i) {
+    const std::string tie = whole.nodes()[i].layer->tiedLayer();
+    if (tie.empty()) continue;
+    const int owner_stage = stage_of.at(static_cast<size_t>(index.at(tie)));
+    if (owner_stage != stage_of[i])
+      out.push_back(SharedWeight{tie, whole.nodes()[i].layer->name(), owner_stage, stage_of[i]});
+  }
+  return out;
 }
 
 std::vector<LayerCost> layerCosts(const Model& whole, const std::vector<LayerSpec>& specs) {

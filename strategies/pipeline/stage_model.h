@@ -18,8 +18,21 @@ struct StagePart {
   ModelCut cut;
 };
 
+// A weight two layers share (a layer's `tie`: a gpt's output layer and its
+// token table) whose layers sit in different stages. The owner's stage keeps
+// it as the whole model does; the borrower's stage holds a copy of its own,
+// the layer untied there (stagePart), and the two gradients are summed before
+// each update, so both copies take the same updates.
+struct SharedWeight {
+  std::string owner, borrower;  // layer names
+  int owner_stage = 0, borrower_stage = 0;
+};
+// In the order of the borrowing layers in `whole`.
+std::vector<SharedWeight> sharedAcrossStages(const Model& whole, const std::vector<int>& stage_of);
+
 // `whole`: the model built from `specs`; `stage_of`: the stage of each of its
-// nodes (in its topological order), stages in order of the nodes.
+// nodes (in its topological order), stages in order of the nodes. A layer
+// tied to one in another stage is untied in the stage's specs (SharedWeight).
 StagePart stagePart(const Model& whole, const std::vector<LayerSpec>& specs, const std::vector<int>& stage_of,
                     int stage);
 
