@@ -9,44 +9,10 @@
 #include <csignal>
 
 #include "core/train/sequence_decoder.h"
+#include "tests/train/gpt_jobs.h"
 #include "tests/train/run_helpers.h"
 
 using namespace dtrain::testing;
-
-namespace {
-
-// About 8 KB of English with enough repetition to be learnable in a few
-// dozen steps, yet not a single repeated line.
-std::string corpus() {
-  const char* words[] = {"the",  "model", "reads", "each", "token", "and",   "predicts", "next",
-                         "byte", "of",    "text",  "from", "a",     "small", "window",   "while"};
-  std::string text;
-  uint32_t x = 12345;
-  for (int sentence = 0; sentence < 260; ++sentence) {
-    for (int w = 0; w < 6; ++w) {
-      x = x * 1664525u + 1013904223u;
-      text += words[(x >> 24) % 16];
-      text += w == 5 ? ".\n" : " ";
-    }
-  }
-  return text;
-}
-
-std::string gptJob(const std::string& run_dir, const std::string& text, int threads,
-                   const std::string& extra = "") {
-  return "[job]\nname = \"tiny_gpt\"\nrun_dir = \"" + run_dir +
-         "\"\nseed = 3\nthreads = " + std::to_string(threads) +
-         "\n[model]\npreset = \"gpt\"\nlayers = 2\nheads = 2\ndim = 16\ncontext = 16\ndropout = 0.1\n"
-         "[data]\ndataset = \"text\"\nfiles = \"" +
-         text +
-         "\"\ncontext = 16\nvalidation_fraction = 0.1\n"
-         "[train]\nsteps = 60\nbatch_size = 12\neval_batch_size = 64\neval_every_epoch = false\n"
-         "checkpoint_every_steps = 10\nkeep_last = 20\n"
-         "[optimizer]\ntype = \"adamw\"\nlr = 0.01\nweight_decay = 0.01\n" +
-         extra;
-}
-
-}  // namespace
 
 TEST_CASE("gpt: a tiny byte-level GPT learns its text and reports per-token figures") {
   TempDir dir("gpt_learns");
