@@ -55,7 +55,7 @@ void causalAttentionBackward(const AttentionShape& s, const float* qkv, const fl
 // The 64-bit key of query row i of head h of global sample `sample`: splitmix64
 // chained over (seed, sample, head, i), so nearby rows, heads and samples get
 // unrelated keys. Element j of the row is then dropout_mask::keep(row key, j, ...).
-inline uint64_t attentionRowKey(uint64_t seed, int64_t sample, int64_t head, int64_t i) {
+DTRAIN_HOST_DEVICE inline uint64_t attentionRowKey(uint64_t seed, int64_t sample, int64_t head, int64_t i) {
   using dropout_mask::splitmix64;
   uint64_t key = splitmix64(seed ^ 0x5A7E3B1C9D2F4E61ull);  // a constant of its own: not dropout's keys
   key = splitmix64(key ^ static_cast<uint64_t>(sample));

@@ -18,6 +18,7 @@
 #include "core/nn/cuda/cuda_pool.h"
 #include "core/nn/cuda/cuda_relu.h"
 #include "core/nn/cuda/cuda_relu6.h"
+#include "core/nn/cuda/cuda_sequence_layers.h"
 #include "core/nn/layers/flatten.h"
 
 namespace dtrain {
@@ -61,16 +62,21 @@ LayerRegistry cudaLayers(CudaContext& ctx, const GpuLayerOptions& gpu) {
   r.add("add", onGpu<Add, CudaAdd>(ctx));
   r.add("avg_pool", onGpu<AvgPool, CudaAvgPool>(ctx));
   r.add("batch_norm", onGpu<BatchNorm, CudaBatchNorm>(ctx, gpu));
+  r.add("causal_self_attention", onGpu<CausalSelfAttention, CudaCausalSelfAttention>(ctx));
   r.add("concat", onGpu<Concat, CudaConcat>(ctx));
   r.add("conv2d", onGpu<Conv2d, CudaConv2d>(ctx, gpu));
   r.add("depthwise_conv2d", onGpu<DepthwiseConv2d, CudaConv2d>(ctx, gpu));
   r.add("dense", onGpu<Dense, CudaDense>(ctx, gpu));
   r.add("dropout", onGpu<Dropout, CudaDropout>(ctx));
+  r.add("embedding", onGpu<Embedding, CudaEmbedding>(ctx));
+  r.add("gelu", onGpu<Gelu, CudaGelu>(ctx));
   // flatten only copies, and Tensor::copyFrom works on any device (the model
   // usually aliases it away).
   r.add("flatten", Flatten::create);
   r.add("global_avg_pool", onGpu<GlobalAvgPool, CudaGlobalAvgPool>(ctx));
+  r.add("layer_norm", onGpu<LayerNorm, CudaLayerNorm>(ctx));
   r.add("max_pool", onGpu<MaxPool, CudaMaxPool>(ctx));
+  r.add("position_embedding", onGpu<PositionEmbedding, CudaPositionEmbedding>(ctx));
   r.add("relu", onGpu<Relu, CudaRelu>(ctx));
   r.add("relu6", onGpu<Relu6, CudaRelu6>(ctx));
   return r;

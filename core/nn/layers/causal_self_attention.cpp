@@ -43,36 +43,31 @@ Shape CausalSelfAttention::setup(const std::vector<Shape>& inputs) {
   return Shape{tokens_, channels_};
 }
 
-namespace {
-
-ops::AttentionDropout dropoutOf(double rate, const LayerContext& ctx) {
+ops::AttentionDropout CausalSelfAttention::dropoutOf(const LayerContext& ctx) const {
   ops::AttentionDropout d;
-  if (!ctx.training || rate <= 0.0) return d;
-  d.rate = static_cast<float>(rate);
+  if (!ctx.training || config_.dropout <= 0.0) return d;
+  d.rate = static_cast<float>(config_.dropout);
   d.seed = dropout_mask::layerKey(ctx.seed, ctx.layer_index);
   d.sample_offset = ctx.sample_offset;
   return d;
 }
 
-}  // namespace
-
 void CausalSelfAttention::forward(const std::vector<const Tensor*>& in, Tensor& out,
                                   const LayerContext& ctx) {
   if (ctx.decode_position >= 0) return decodeStep(*in[0], out, ctx.decode_position);
-  const ops::AttentionShape s{in[0]->dim(0), tokens_, config_.heads, channels_ / config_.heads};
+  const ops::AttentionShape s = shapeOf(*in[0]);
   ops::causalAttentionForward(s, in[0]->data(), out.data(), lse_.floats(s.batch * s.heads * s.seq),
-                              dropoutOf(config_.dropout, ctx),
-                              scratch_.floats(ops::attentionScratchFloats(s)));
+                              dropoutOf(ctx), scratch_.floats(ops::attentionScratchFloats(s)));
 }
 
 void CausalSelfAttention::backward(const std::vector<const Tensor*>& in, const Tensor& out,
                                    const Tensor& dout, const std::vector<Tensor*>& din,
                                    const LayerContext& ctx) {
   if (!din[0]) return;  // no parameters: nothing else to compute
-  const ops::AttentionShape s{in[0]->dim(0), tokens_, config_.heads, channels_ / config_.heads};
-  ops::causalAttentionBackward(
-      s, in[0]->data(), out.data(), dout.data(), lse_.floats(s.batch * s.heads * s.seq), din[0]->data(),
-      dropoutOf(config_.dropout, ctx), scratch_.floats(ops::attentionScratchFloats(s)));
+  const ops::AttentionShape s = shapeOf(*in[0]);
+  ops::causalAttentionBackward(s, in[0]->data(), out.data(), dout.data(),
+                               lse_.floats(s.batch * s.heads * s.seq), din[0]->data(), dropoutOf(ctx),
+                               scratch_.floats(ops::attentionScratchFloats(s)));
 }
 
 void CausalSelfAttention::decodeStep(const Tensor& qkv, Tensor& out, int64_t position) {

@@ -18,6 +18,7 @@
 #pragma once
 #include <vector>
 
+#include "core/backend/attention_ops.h"
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/layers/scratch.h"
@@ -42,8 +43,16 @@ class CausalSelfAttention : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   int64_t forwardFlops() const override;
   std::string describe() const override;
+  const CausalSelfAttentionConfig& config() const { return config_; }
 
  protected:
+  // The probabilities' dropout of a pass (none in inference or at rate 0),
+  // keyed as every implementation's mask must be.
+  ops::AttentionDropout dropoutOf(const LayerContext& ctx) const;
+  ops::AttentionShape shapeOf(const Tensor& qkv) const {
+    return ops::AttentionShape{qkv.dim(0), tokens_, config_.heads, channels_ / config_.heads};
+  }
+
   CausalSelfAttentionConfig config_;
   int64_t tokens_ = 0, channels_ = 0;
 

@@ -30,6 +30,7 @@ class LayerNorm : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   int64_t forwardFlops() const override { return 8 * cols_ * rows_per_sample_; }
   std::string describe() const override;
+  float eps() const { return eps_; }
 
  protected:
   float eps_;

@@ -32,6 +32,7 @@ class PositionEmbedding : public Layer {
                 const std::vector<Tensor*>& din, const LayerContext& ctx) override;
   bool splitsBackward() const override { return true; }
   int64_t forwardFlops() const override { return tokens_ * dim_; }
+  const PositionEmbeddingConfig& config() const { return config_; }
   std::string describe() const override;
 
  protected:
