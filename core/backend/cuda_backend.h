@@ -38,7 +38,8 @@ class CudaBackend {
 
   // core/backend/device_ops.h's meaning.
   virtual void sgdUpdate(int device, float* params, const float* grads, float* momentum_buf, int64_t n,
-                         double lr, double momentum, bool nesterov, double weight_decay, const HalfCopy& half) = 0;
+                         double lr, double momentum, bool nesterov, double weight_decay,
+                         const HalfCopy& half) = 0;
   virtual void adamUpdate(int device, float* params, const float* grads, float* m, float* v, int64_t n,
                           double lr, double beta1, double beta2, double eps, double weight_decay,
                           bool decoupled, int64_t step, const HalfCopy& half) = 0;
@@ -52,7 +53,7 @@ class CudaBackend {
   virtual double sumOfSquares(int device, const float* x, int64_t n) = 0;
   virtual void clipByNorm(int device, float* x, int64_t n, double max_norm) = 0;
 
-  virtual std::unique_ptr<DeviceLoss> makeLoss(int device, int64_t classes) = 0;
+  virtual std::unique_ptr<DeviceLoss> makeLoss(int device, int64_t classes, int64_t width) = 0;
   // Spans timed by events on the device's compute stream.
   virtual std::unique_ptr<SpanClock> spanClock(int device) = 0;
   virtual std::unique_ptr<BatchStager> batchStager(int device, int64_t max_image_floats,

@@ -5,10 +5,10 @@
 
 namespace dtrain {
 
-std::unique_ptr<DeviceLoss> DeviceLoss::make(Device device, int64_t classes) {
+std::unique_ptr<DeviceLoss> DeviceLoss::make(Device device, int64_t classes, int64_t width) {
   if (device.isCpu())
     throw Error("DeviceLoss is for GPUs; the CPU computes ops::softmaxCrossEntropy directly");
-  return cudaBackend(device).makeLoss(device.index, classes);
+  return cudaBackend(device).makeLoss(device.index, classes, width);
 }
 
 LossSums DeviceLoss::read() {

@@ -25,7 +25,12 @@ class DeviceLoss {
   virtual ~DeviceLoss() = default;
   // The loss for `device` (not the CPU: it computes ops::softmaxCrossEntropy
   // directly). Throws DeviceError for a device this build cannot drive.
-  static std::unique_ptr<DeviceLoss> make(Device device, int64_t classes);
+  // `width` > 0: a language model's per-position rows (ops::tokenCrossEntropy's
+  // meaning): each row holds `width` logits of which the first `classes` are
+  // the vocabulary (the rest take no probability and get a zero gradient), a
+  // negative label is a padding token (no loss, a zero gradient, not
+  // counted), and the sums' samples are the rows counted, on the device.
+  static std::unique_ptr<DeviceLoss> make(Device device, int64_t classes, int64_t width = 0);
 
   // Queues the loss of n rows of logits (device memory) against labels, on
   // the host (queue) or already on the device (queueOnDevice), smoothed by

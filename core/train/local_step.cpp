@@ -16,9 +16,11 @@ namespace dtrain {
 LocalStep::LocalStep(const TrainingParts& parts, bool record_graphs, DeviceFigures device_figures)
     : parts_(parts), device_figures_(device_figures) {
   // A step of micro-batches (accumulate) is not one recorded pass; a
-  // recorded update reads one set of scalars, so it decays every tensor.
+  // recorded update reads one set of scalars, so it decays every tensor; a
+  // per-position model's loss factor follows each batch's counted labels.
   if (record_graphs && onDevice() && parts_.job->job.cuda_graphs && !parts_.profile &&
-      parts_.job->train.accumulate == 1 && parts_.optimizer->decayMask().all())
+      parts_.job->train.accumulate == 1 && parts_.optimizer->decayMask().all() &&
+      parts_.replicas->labelsPerSample() == 1)
     recorded_ =
         std::make_unique<RecordedSteps>(*parts_.replicas, *parts_.optimizer, parts_.job->train.batch_size,
                                         parts_.job->train.grad_clip_norm, parts_.say);

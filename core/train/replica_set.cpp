@@ -30,10 +30,6 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   // A per-position model's rows may be wider than the classes (a padded vocabulary).
   width_ = replicas_[0].model->outputShape()[replicas_[0].model->outputShape().rank() - 1];
   labels_per_sample_ = replicas_[0].model->outputShape().numel() / width_;
-  if (!device.isCpu() && labels_per_sample_ != 1)
-    throw ConfigError(
-        "a model predicting every position of a sequence trains on the CPU only for now; set [job] device = "
-        "\"cpu\"");
   replicas_[0].model->registerParams(store_);
   store_.allocate(device);
   replicas_[0].model->registerBuffers(buffers_);
@@ -47,8 +43,8 @@ ReplicaSet::ReplicaSet(const ModelSection& model, const Shape& input_shape, int6
   }
   if (!device.isCpu()) {
     device_input_ = Tensor::empty(input_shape.withBatch(capacity_), device);
-    loss_ = DeviceLoss::make(device, classes);
-    stager_ = BatchStager::make(device, device_input_.numel(), capacity_);
+    loss_ = DeviceLoss::make(device, classes, labels_per_sample_ > 1 ? width_ : 0);
+    stager_ = BatchStager::make(device, device_input_.numel(), capacity_ * labels_per_sample_);
   }
 }
 
@@ -91,7 +87,8 @@ BatchStager::Staged ReplicaSet::stageTrainingBatch(const Batch& batch) {
   if (batch.form != BatchForm::Floats)
     return stager_->stageBytes(batch.bytes.pixels, batch.bytes.transforms, batch.labels.data(), batch.size);
   const int64_t sample = device_input_.shape().withoutBatch().numel();
-  return stager_->stage(batch.images.data(), batch.size * sample, batch.labels.data(), batch.size);
+  return stager_->stage(batch.images.data(), batch.size * sample, batch.labels.data(),
+                        batch.size * labels_per_sample_);
 }
 
 void ReplicaSet::useByteBatches(BatchForm form, const ByteImages& images,
@@ -141,10 +138,12 @@ void ReplicaSet::queueTrainingPass(const Batch& batch, const BatchStager::Staged
   ctx.backward_listener = listener;
   ctx.stats_reducer = rank_stats_.get();
   const Tensor& logits = r.model->forward(input, ctx);
-  Tensor dlogits = r.dlogits.narrow(0, n);
+  const int64_t rows = n * labels_per_sample_;
+  Tensor dlogits = r.dlogits.narrow(0, rows).reshape(logits.shape());
   {
     PhaseSpan span(profile_, DevicePhase::Loss);
-    loss_->queueOnDevice(logits.data(), staged.labels, n, grad_scale, dlogits.data(), label_smoothing_);
+    loss_->queueOnDevice(logits.data(), staged.labels, rows, lossScale(batch, grad_scale), dlogits.data(),
+                         label_smoothing_);
   }
   r.model->backward(input, dlogits, ctx);
 }
@@ -177,7 +176,8 @@ BatchFigures ReplicaSet::runOnDevice(const Batch& batch, bool training, uint64_t
     ctx.training = false;
     ctx.sample_offset = batch.global_offset + start;
     const Tensor& logits = r.model->forward(input, ctx);
-    loss_->queue(logits.data(), batch.labels.data() + start, len, 0.0f, nullptr, 0.0f);
+    loss_->queue(logits.data(), batch.labels.data() + start * labels_per_sample_, len * labels_per_sample_,
+                 0.0f, nullptr, 0.0f);
   }
   return figuresOf(loss_->read());  // evaluation waits for its figures
 }
@@ -197,6 +197,13 @@ void ReplicaSet::discardDeviceFigures() {
   while (loss_->pendingSnapshots() > 0) loss_->takeSnapshot();
   loss_->snapshot();  // what was queued since: read, which waits for the device, and dropped
   loss_->takeSnapshot();
+}
+
+float ReplicaSet::lossScale(const Batch& batch, float grad_scale) const {
+  if (labels_per_sample_ == 1) return grad_scale;
+  return batch.global_labels > 0
+             ? grad_scale * static_cast<float>(batch.global_size) / static_cast<float>(batch.global_labels)
+             : 0.0f;
 }
 
 BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
@@ -264,9 +271,7 @@ void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, floa
       // padding left out; the gradient is that of the mean over the global
       // batch's counted labels (grad_scale is the loss scaler's factor over
       // the global batch's samples).
-      const float token_scale = batch.global_labels > 0 ? grad_scale * static_cast<float>(batch.global_size) /
-                                                              static_cast<float>(batch.global_labels)
-                                                        : 0.0f;
+      const float token_scale = lossScale(batch, grad_scale);
       counted = 0;
       r.figures.loss_sum += ops::tokenCrossEntropy(
           logits.data(), batch.labels.data() + start * labels_per_sample_, rows, width_, classes_,

@@ -164,6 +164,10 @@ class ReplicaSet {
   };
   BatchFigures runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
                          BackwardListener* listener);
+  // The loss gradient's factor for `batch`: grad_scale (1 / the global batch's
+  // samples, times fp16's loss scale), or for a per-position model the mean
+  // over the global batch's counted labels instead.
+  float lossScale(const Batch& batch, float grad_scale) const;
   // Replica t's slice of the batch, on its compute thread.
   void runSlice(const Batch& batch, bool training, uint64_t seed, float grad_scale,
                 BackwardListener* listener, int t, bool updates_buffers);

@@ -60,7 +60,12 @@ StageWorker::StageWorker(const Model& whole, const std::vector<LayerSpec>& specs
   store_.allocate(device);
   models_[0]->registerBuffers(buffers_);
   buffers_.allocate(device);
-  if (!device.isCpu() && stage + 1 == stages_) loss_ = DeviceLoss::make(device, classes);
+  if (!device.isCpu() && stage + 1 == stages_) {
+    // A per-position model's rows: [T, width] a sample (DeviceLoss::make).
+    const Shape& out = models_[0]->outputShape();
+    const int64_t width = out[out.rank() - 1];
+    loss_ = DeviceLoss::make(device, classes, out.numel() != width || width != classes ? width : 0);
+  }
   grads_ = store_.gradBuffer();
   for (auto& model : models_)
     model->bind(store_, grads_, max_micro_batch, buffers_.size() > 0 ? &buffers_ : nullptr);
@@ -195,30 +200,32 @@ void StageWorker::addLoss(const Tensor& logits, int m, float grad_scale, float* 
   const auto [begin, end] = rows(m);
   // A per-position model's output is [T, width] a sample (width: the
   // vocabulary, perhaps padded): each position a row of the loss, as in
-  // ReplicaSet::runSlice.
+  // ReplicaSet::runSlice, the gradient the mean over the global batch's
+  // counted labels (padding left out).
   const int64_t width = logits.shape()[logits.shape().rank() - 1];
   const int64_t per_sample = end > begin ? logits.numel() / ((end - begin) * width) : 1;
+  const bool tokens = per_sample != 1 || width != classes_;
   const int32_t* labels = batch_->labels.data() + begin * per_sample;
+  const Batch& b = *batch_;
+  const float scale = !tokens               ? grad_scale
+                      : b.global_labels > 0 ? grad_scale * static_cast<float>(b.global_size) /
+                                                  static_cast<float>(b.global_labels)
+                                            : 0.0f;
   if (loss_) {  // on the GPU, read at the step's (or the evaluation batch's) end
-    loss_->queue(logits.data(), labels, end - begin, grad_scale, dlogits, smoothing);
+    loss_->queue(logits.data(), labels, (end - begin) * per_sample, scale, dlogits, smoothing);
     return;
   }
   int64_t correct = 0;
-  if (per_sample == 1 && width == classes_) {
-    figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), labels, end - begin, classes_, grad_scale,
+  if (!tokens) {
+    figures_.loss_sum += ops::softmaxCrossEntropy(logits.data(), labels, end - begin, classes_, scale,
                                                   dlogits, &correct, smoothing);
     figures_.correct += correct;
     figures_.samples += end - begin;
     return;
   }
-  // The mean over the global batch's counted labels (padding left out).
-  const Batch& b = *batch_;
-  const float token_scale = b.global_labels > 0 ? grad_scale * static_cast<float>(b.global_size) /
-                                                      static_cast<float>(b.global_labels)
-                                                : 0.0f;
   int64_t counted = 0;
   figures_.loss_sum += ops::tokenCrossEntropy(logits.data(), labels, (end - begin) * per_sample, width,
-                                              classes_, token_scale, dlogits, &correct, &counted, smoothing);
+                                              classes_, scale, dlogits, &correct, &counted, smoothing);
   figures_.correct += correct;
   figures_.samples += counted;
 }

@@ -61,7 +61,8 @@ class CudaBackendImpl final : public CudaBackend {
     launched("launch the Adam update");
   }
   void sgdUpdateFromDevice(int device, float* params, const float* grads, float* momentum_buf, int64_t n,
-                           bool momentum, bool nesterov, const StepScalars* scalars, const HalfCopy& half) override {
+                           bool momentum, bool nesterov, const StepScalars* scalars,
+                           const HalfCopy& half) override {
     cuda::sgdUpdateFromDevice(params, grads, momentum_buf, n, momentum, nesterov, scalars,
                               CudaContext::of(device).stream(), half);
     launched("launch the SGD update");
@@ -91,8 +92,8 @@ class CudaBackendImpl final : public CudaBackend {
     launched("launch the gradient clipping");
   }
 
-  std::unique_ptr<DeviceLoss> makeLoss(int device, int64_t classes) override {
-    return std::make_unique<CudaLoss>(CudaContext::of(device), classes);
+  std::unique_ptr<DeviceLoss> makeLoss(int device, int64_t classes, int64_t width) override {
+    return std::make_unique<CudaLoss>(CudaContext::of(device), classes, width);
   }
   std::unique_ptr<SpanClock> spanClock(int device) override {
     return std::make_unique<EventSpanClock>(CudaContext::of(device));

@@ -8,8 +8,8 @@
 
 namespace dtrain {
 
-CudaLoss::CudaLoss(CudaContext& ctx, int64_t classes)
-    : ctx_(ctx), classes_(classes), copied_(static_cast<size_t>(kMaxPendingSnapshots)) {
+CudaLoss::CudaLoss(CudaContext& ctx, int64_t classes, int64_t width)
+    : ctx_(ctx), classes_(classes), width_(width), copied_(static_cast<size_t>(kMaxPendingSnapshots)) {
   sums_ = ctx_.allocate(sizeof(Sums));
   host_sums_ = cudaPinnedHost(sizeof(Sums) * kMaxPendingSnapshots);
   if (!host_sums_) throw DeviceError("CUDA: could not allocate pinned host memory for the loss");
@@ -34,6 +34,12 @@ void CudaLoss::queueOnDevice(const float* logits, const int32_t* device_labels, 
                              float* dlogits, float smoothing) {
   if (n <= 0) return;
   auto* sums = static_cast<Sums*>(sums_.get());
+  if (width_ > 0) {  // the rows counted are summed on the device
+    cuda::tokenCrossEntropy(logits, device_labels, n, width_, classes_, grad_scale, dlogits, &sums->loss_sum,
+                            &sums->correct, &sums->counted, &sums->bad_label, ctx_.stream(), smoothing);
+    checkCuda(cudaGetLastError(), "launch the loss kernel");
+    return;
+  }
   cuda::softmaxCrossEntropy(logits, device_labels, n, classes_, grad_scale, dlogits, &sums->loss_sum,
                             &sums->correct, &sums->bad_label, ctx_.stream(), smoothing);
   checkCuda(cudaGetLastError(), "launch the loss kernel");
@@ -68,7 +74,8 @@ LossSums CudaLoss::takeSnapshot() {
   if (got.bad_label)
     throw Error("a label of the batch is outside [0, " + std::to_string(classes_) +
                 "); the dataset's labels do not match its class count");
-  return LossSums{got.loss_sum, static_cast<int64_t>(got.correct), p.samples};
+  return LossSums{got.loss_sum, static_cast<int64_t>(got.correct),
+                  p.samples + static_cast<int64_t>(got.counted)};
 }
 
 }  // namespace dtrain

@@ -15,7 +15,8 @@ namespace dtrain {
 
 class CudaLoss : public DeviceLoss {
  public:
-  CudaLoss(CudaContext& ctx, int64_t classes);
+  // `width` > 0: per-position rows (DeviceLoss::make).
+  CudaLoss(CudaContext& ctx, int64_t classes, int64_t width = 0);
   void queue(const float* logits, const int32_t* host_labels, int64_t n, float grad_scale, float* dlogits,
              float smoothing) override;
   void queueOnDevice(const float* logits, const int32_t* device_labels, int64_t n, float grad_scale,
@@ -31,6 +32,7 @@ class CudaLoss : public DeviceLoss {
   struct Sums {
     double loss_sum;
     unsigned long long correct;
+    unsigned long long counted;  // per-position rows: those not padding
     int bad_label;
   };
   struct Pending {
@@ -40,6 +42,7 @@ class CudaLoss : public DeviceLoss {
 
   CudaContext& ctx_;
   int64_t classes_;
+  int64_t width_;                    // > 0: per-position rows of this many logits
   std::shared_ptr<void> sums_;       // one Sums on the device
   std::shared_ptr<void> host_sums_;  // kMaxPendingSnapshots Sums, pinned
   std::vector<CudaEvent> copied_;    // per slot: recorded behind its copy

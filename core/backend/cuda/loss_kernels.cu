@@ -45,28 +45,35 @@ __device__ double warpSum(double v) {
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     softmaxCrossEntropyKernel(const float* logits, const int32_t* labels, int64_t n, int64_t classes,
-                              float grad_scale, float smoothing, float* dlogits, double* loss_sum,
-                              unsigned long long* correct, int* bad_label) {
+                              int64_t width, bool padding_labels, float grad_scale, float smoothing,
+                              float* dlogits, double* loss_sum, unsigned long long* correct,
+                              unsigned long long* counted, int* bad_label) {
   const double spread = static_cast<double>(smoothing) / static_cast<double>(classes);
   const double on_label = 1.0 - static_cast<double>(smoothing);
   __shared__ double warp_loss[kWarpsPerBlock];
   __shared__ unsigned long long warp_hits[kWarpsPerBlock];
+  __shared__ unsigned long long warp_rows[kWarpsPerBlock];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   double loss = 0.0;  // this warp's rows, in lane 0
-  unsigned long long hits = 0;
+  unsigned long long hits = 0, rows = 0;
   for (int k = 0; k < kRowsPerWarp; ++k) {
     // Every branch below depends on the row only, so the warp stays together for the shuffles.
     const int64_t r = blockIdx.x * kRowsPerBlock + int64_t(k) * kWarpsPerBlock + warp;
     if (r >= n) break;
-    const float* z = logits + r * classes;
-    float* d = dlogits ? dlogits + r * classes : nullptr;
+    const float* z = logits + r * width;
+    float* d = dlogits ? dlogits + r * width : nullptr;
     const int32_t label = labels[r];
     if (label < 0 || label >= classes) {
-      if (lane == 0) *bad_label = 1;
+      // A padding token (per-position rows) is left out; any other is an error.
+      if (lane == 0 && !(padding_labels && label < 0)) *bad_label = 1;
       if (d)
-        for (int64_t c = lane; c < classes; c += 32) d[c] = 0.0f;
+        for (int64_t c = lane; c < width; c += 32) d[c] = 0.0f;
       continue;
     }
+    // The padded vocabulary's columns take no probability and no gradient.
+    if (d)
+      for (int64_t c = classes + lane; c < width; c += 32) d[c] = 0.0f;
+    ++rows;
     const long long best = firstMaxIndex(z, classes, lane);
     const double zmax = z[best];
     double partial = 0.0, shifted = 0.0;
@@ -91,17 +98,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (lane == 0) {
     warp_loss[warp] = loss;
     warp_hits[warp] = hits;
+    warp_rows[warp] = rows;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
     double block_loss = 0.0;
-    unsigned long long block_hits = 0;
+    unsigned long long block_hits = 0, block_rows = 0;
     for (int w = 0; w < kWarpsPerBlock; ++w) {
       block_loss += warp_loss[w];
       block_hits += warp_hits[w];
+      block_rows += warp_rows[w];
     }
     atomicAdd(loss_sum, block_loss);
     if (block_hits) atomicAdd(correct, block_hits);
+    if (counted && block_rows) atomicAdd(counted, block_rows);
   }
 }
 
@@ -113,7 +123,19 @@ void softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, 
   if (n <= 0) return;  // (classes <= 0 needs nothing special: every label is then out of range)
   const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
   softmaxCrossEntropyKernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
-      logits, labels, n, classes, grad_scale, smoothing, dlogits, loss_sum, correct, bad_label);
+      logits, labels, n, classes, classes, false, grad_scale, smoothing, dlogits, loss_sum, correct, nullptr,
+      bad_label);
+}
+
+void tokenCrossEntropy(const float* logits, const int32_t* labels, int64_t rows, int64_t width,
+                       int64_t classes, float grad_scale, float* dlogits, double* loss_sum,
+                       unsigned long long* correct, unsigned long long* counted, int* bad_label,
+                       cudaStream_t stream, float smoothing) {
+  if (rows <= 0) return;
+  const auto blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  softmaxCrossEntropyKernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
+      logits, labels, rows, classes, width, true, grad_scale, smoothing, dlogits, loss_sum, correct, counted,
+      bad_label);
 }
 
 }  // namespace dtrain::cuda

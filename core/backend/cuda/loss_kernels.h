@@ -27,4 +27,14 @@ void softmaxCrossEntropy(const float* logits, const int32_t* labels, int64_t n, 
                          float grad_scale, float* dlogits, double* loss_sum, unsigned long long* correct,
                          int* bad_label, cudaStream_t stream, float smoothing = 0.0f);
 
+// A language model's per-position rows (ops::tokenCrossEntropy's meaning):
+// rows of `width` logits of which the first `classes` are the vocabulary
+// (the rest take no probability and get a zero gradient); a negative label
+// is a padding token (no loss, a zero gradient, not counted); *counted +=
+// the rows counted. A label >= classes sets *bad_label as above.
+void tokenCrossEntropy(const float* logits, const int32_t* labels, int64_t rows, int64_t width,
+                       int64_t classes, float grad_scale, float* dlogits, double* loss_sum,
+                       unsigned long long* correct, unsigned long long* counted, int* bad_label,
+                       cudaStream_t stream, float smoothing = 0.0f);
+
 }  // namespace dtrain::cuda
