@@ -582,16 +582,6 @@ void checkClusterTimesAndPolicy(const Checker& c, const ClusterSection& cl) {
 
 }  // namespace
 
-// What a language model (token data) does not run on yet, each in one line.
-void checkLanguageModel(const Checker& c, const JobConfig& job) {
-  if (job.data.dataset != "tokens" && job.data.dataset != "text") return;
-  if (job.job.precision != "fp32")
-    c.fail("job.precision",
-           "'" + job.job.precision +
-               "': language models (token data) train in fp32 only for now (a 16-bit input would round "
-               "token ids above 256); set precision = \"fp32\"");
-}
-
 void validateJob(const JobConfig& job, bool under_launcher) {
   Checker c(job);
   checkJobSection(c, job.job);
@@ -605,7 +595,6 @@ void validateJob(const JobConfig& job, bool under_launcher) {
   checkCluster(c, job.cluster, under_launcher);
   checkClusterTimesAndPolicy(c, job.cluster);
   checkElastic(c, job.cluster, job.strategy, under_launcher);
-  checkLanguageModel(c, job);
 }
 
 }  // namespace dtrain

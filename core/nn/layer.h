@@ -162,6 +162,10 @@ class Layer {
   // parameters are rounded to 16 bits for each pass by the model (the layer
   // reads them through its bound views as usual).
   virtual SixteenBitRole sixteenBitRole() const { return SixteenBitRole::Elementwise; }
+  // Whether its input holds token ids (whole floats) rather than values: a
+  // 16-bit model leaves a network input that only such layers read in fp32,
+  // where every id below 2^24 is exact (bf16 holds whole numbers to 256 only).
+  virtual bool readsTokenIds() const { return false; }
 
   // One-line description of the configuration for the model summary ("3x3/1 pad 1").
   virtual std::string describe() const { return ""; }

@@ -172,6 +172,8 @@ class Model {
   // converted to 16 bits); the rest as given. Throws when their count is not
   // the cut's.
   const std::vector<const Tensor*>& readableInputs(const std::vector<const Tensor*>& inputs, bool round);
+  // Whether cut input k is read, and only by layers that take token ids.
+  bool readsOnlyTokenIds(size_t k) const;
   // forward's start: the Product layers' 16-bit parameters from the masters.
   void castParamsTo16Bits();
   // forward's end on a GPU in 16 bits: the results out converted to floats.

@@ -84,6 +84,17 @@ void Model::assignConverted(Tensor& dst, const Tensor& src) {
   convertDeviceMemory(src.raw(), src.dtype(), dst.raw(), dst.dtype(), dst.numel(), dst.device());
 }
 
+bool Model::readsOnlyTokenIds(size_t k) const {
+  bool read = false;
+  for (const Node& node : nodes_)
+    for (int in : node.inputs)
+      if (in == -1 - static_cast<int>(k)) {
+        if (!node.layer->readsTokenIds()) return false;
+        read = true;
+      }
+  return read;
+}
+
 const std::vector<const Tensor*>& Model::readableInputs(const std::vector<const Tensor*>& inputs,
                                                         bool round) {
   if (inputs.size() != cut_inputs_.size())
@@ -102,6 +113,7 @@ const std::vector<const Tensor*>& Model::readableInputs(const std::vector<const 
     // a GPU the layers read 16-bit tensors: every float input is converted
     // (exactly, for an earlier part's results, which hold 16-bit values).
     if (!on_device && cut_inputs_[k].name != "input") continue;
+    if (readsOnlyTokenIds(k)) continue;  // ids stay exact in fp32
     const Tensor& in = *inputs[k];
     if (on_device && in.dtype() == dtype) continue;
     Tensor& storage = rounded_input_storage_[k];

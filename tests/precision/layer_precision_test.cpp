@@ -162,7 +162,8 @@ void checkProduct(const Case& c, const Format& f) {
   ParamStore store;
   probe.registerParams(store);
   store.allocate();
-  std::vector<float> params(static_cast<size_t>(store.size())), x(static_cast<size_t>(c.in_shape.numel() * batch)),
+  std::vector<float> params(static_cast<size_t>(store.size())),
+      x(static_cast<size_t>(c.in_shape.numel() * batch)),
       dy(static_cast<size_t>(probe.outputShape().numel() * batch));
   for (float& v : params) v = 0.3f * rng.normal();
   for (float& v : x) v = rng.normal();
@@ -171,9 +172,11 @@ void checkProduct(const Case& c, const Format& f) {
   const Pass p32 = runLayer(c.spec, c.in_shape, batch, Precision::Fp32, params, x, dy);
   // The 16-bit pass gets its input as an earlier layer would store it.
   const Pass p16 = runLayer(c.spec, c.in_shape, batch, f.precision, params, rounded(f, x), dy);
-  const Pass pabs = runLayer(c.spec, c.in_shape, batch, Precision::Fp32, absolute(params), absolute(x), absolute(dy));
+  const Pass pabs =
+      runLayer(c.spec, c.in_shape, batch, Precision::Fp32, absolute(params), absolute(x), absolute(dy));
   const double u = f.u, g = gammaOf(std::max<int64_t>(c.fan_in, batch * 64));
-  const double eta_terms = f.eta * static_cast<double>(c.fan_in) * (maxAbs(params) + maxAbs(x) + maxAbs(dy) + 1);
+  const double eta_terms =
+      f.eta * static_cast<double>(c.fan_in) * (maxAbs(params) + maxAbs(x) + maxAbs(dy) + 1);
   auto bound = [&](const std::vector<float>& s, const std::vector<float>& out16, bool rounded_out) {
     return [&, rounded_out](size_t i) {
       return (2 * u + u * u + 2 * g) * s[i] + (rounded_out ? u / (1 - u) * std::fabs(out16[i]) : 0.0) +
@@ -195,11 +198,12 @@ void checkProduct(const Case& c, const Format& f) {
 TEST_CASE("dense and convolution passes in bf16 and fp16 stay within the formats' bounds of fp32") {
   const std::vector<Case> cases = {
       {layerSpec("d", "dense", {}, {{"units", int64_t{7}}}), Shape{37}, 37},
-      {layerSpec("c", "conv2d", {}, {{"filters", int64_t{5}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
+      {layerSpec("c", "conv2d", {},
+                 {{"filters", int64_t{5}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
        Shape{6, 9, 9}, 6 * 9},  // Winograd: its transforms sum more terms than the 54 products
       {layerSpec("c1", "conv2d", {}, {{"filters", int64_t{4}}, {"kernel", int64_t{1}}}), Shape{8, 5, 5}, 8},
-      {layerSpec("dw", "depthwise_conv2d", {}, {{"kernel", int64_t{3}}, {"padding", int64_t{1}}}), Shape{4, 6, 6},
-       9},
+      {layerSpec("dw", "depthwise_conv2d", {}, {{"kernel", int64_t{3}}, {"padding", int64_t{1}}}),
+       Shape{4, 6, 6}, 9},
   };
   for (const Format& f : {kBf16, kFp16})
     for (const Case& c : cases) {
@@ -249,8 +253,8 @@ TEST_CASE("relu, max pooling and batch normalisation in bf16 and fp16 stay withi
     checkWithin("batch norm forward", b.y, a.y, [&](size_t i) {
       const size_t ch = (i / plane) % 3;
       const double xhat = std::fabs(x[i] - mean[ch]) / sigma[ch];
-      return std::fabs(gb[ch]) * (big_d + xhat * big_d) / (sigma[ch] - big_d) + u * std::fabs(b.y[i]) + f.eta +
-             1e-5 * std::fabs(a.y[i]);  // fp32 arithmetic of the normalisation itself
+      return std::fabs(gb[ch]) * (big_d + xhat * big_d) / (sigma[ch] - big_d) + u * std::fabs(b.y[i]) +
+             f.eta + 1e-5 * std::fabs(a.y[i]);  // fp32 arithmetic of the normalisation itself
     });
     checkRepresentable(f, "batch norm output", b.y);
   }
@@ -260,7 +264,8 @@ TEST_CASE("a 16-bit model stores its activations and their gradients rounded, it
   // conv -> relu (fused) -> flatten -> dense: every stored result checked.
   const std::vector<LayerSpec> specs = {
       layerSpec("c", "conv2d", {}, {{"filters", int64_t{3}}, {"kernel", int64_t{3}}}),
-      layerSpec("r", "relu", {}), layerSpec("f", "flatten", {}), layerSpec("d", "dense", {}, {{"units", int64_t{4}}})};
+      layerSpec("r", "relu", {}), layerSpec("f", "flatten", {}),
+      layerSpec("d", "dense", {}, {{"units", int64_t{4}}})};
   const Shape in{2, 6, 6};
   for (const Format& f : {kBf16, kFp16}) {
     Model model(specs, in, builtinLayers(), LayerDefaults{});
@@ -293,6 +298,36 @@ TEST_CASE("a 16-bit model stores its activations and their gradients rounded, it
     CHECK(y32 != values(model.forward(x, LayerContext{})));
     model.setPrecision(Precision::Fp32);
     CHECK(values(model.forward(x, LayerContext{})) == y32);
+  }
+}
+
+TEST_CASE("a 16-bit model leaves token ids in fp32: ids above 256 look up their own rows") {
+  // bf16 holds whole numbers exactly only to 256 and fp16 to 2048: 257
+  // would round to 256, 1001 to 1000 (bf16) and 2049 to 2048 (fp16), each
+  // looking up a neighbour's row.
+  const std::vector<LayerSpec> specs = {
+      layerSpec("wte", "embedding", {}, {{"vocab", int64_t{2100}}, {"dim", int64_t{8}}})};
+  for (const Format& f : {kBf16, kFp16}) {
+    Model model(specs, Shape{3}, builtinLayers(), LayerDefaults{});
+    model.setPrecision(f.precision);
+    ParamStore store;
+    model.registerParams(store);
+    store.allocate();
+    store.initialize(3);
+    Tensor grads = store.gradBuffer();
+    model.bind(store, grads, 1);
+    Tensor ids = Tensor::empty(Shape{1, 3});
+    const float picked[3] = {257.0f, 1001.0f, 2049.0f};
+    std::copy(picked, picked + 3, ids.data());
+    const std::vector<float> y = values(model.forward(ids, LayerContext{}));
+    const std::vector<float> table = values(store.params());
+    for (int t = 0; t < 3; ++t) {
+      const auto row = static_cast<size_t>(picked[t]) * 8;
+      const std::vector<float> want =
+          rounded(f, std::vector<float>(table.begin() + static_cast<long>(row),
+                                        table.begin() + static_cast<long>(row) + 8));
+      CHECK(std::vector<float>(y.begin() + t * 8, y.begin() + t * 8 + 8) == want);
+    }
   }
 }
 

@@ -27,6 +27,7 @@ class Embedding : public Layer {
 
   std::string type() const override { return "embedding"; }
   SixteenBitRole sixteenBitRole() const override { return SixteenBitRole::Product; }
+  bool readsTokenIds() const override { return true; }
   Shape setup(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> paramSpecs() const override;
   void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
