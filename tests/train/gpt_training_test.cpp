@@ -9,6 +9,7 @@
 #include <csignal>
 
 #include "core/train/sequence_decoder.h"
+#include "tests/common/free_port.h"
 #include "tests/train/gpt_jobs.h"
 #include "tests/train/run_helpers.h"
 
@@ -179,13 +180,21 @@ TEST_CASE(
   CHECK(small.output.find("smaller than the data's vocabulary of 256") != std::string::npos);
 }
 
-TEST_CASE("gpt: central_storage and a synchronous parameter server compute what one process computes") {
+TEST_CASE(
+    "gpt: central_storage, a synchronous parameter server and multi_worker_mirrored compute what one process "
+    "computes") {
   TempDir dir("gpt_strategies");
   writeFile(dir / "text.txt", corpus());
+  // multi_worker_mirrored's [cluster] of one host with 2 slots, on loopback.
+  const std::string cluster =
+      "[strategy]\ntype = \"multi_worker_mirrored\"\n[cluster]\ncoordinator = \"127.0.0.1:" +
+      std::to_string(freePort()) +
+      "\"\ntoken = \"gpt-test\"\nhosts = [{ address = \"127.0.0.1\", slots = 2 }]\n";
   const std::vector<std::pair<std::string, std::string>> runs = {
       {"one", ""},
       {"central", "[strategy]\ntype = \"central_storage\"\nworkers = 2\n"},
-      {"ps", "[strategy]\ntype = \"parameter_server\"\nconsistency = \"sync\"\nworkers = 2\n"}};
+      {"ps", "[strategy]\ntype = \"parameter_server\"\nconsistency = \"sync\"\nworkers = 2\n"},
+      {"multi_worker", cluster}};
   for (const auto& [name, strategy] : runs) {
     writeFile(dir / (name + ".toml"), gptJob(dir / name, dir / "text.txt", 1, strategy));
     // SGD, as in the thread-split case: differences in the order of the
@@ -196,7 +205,7 @@ TEST_CASE("gpt: central_storage and a synchronous parameter server compute what 
     INFO(name << ": " << r.output);
     REQUIRE(r.exit_code == 0);
   }
-  for (const char* other : {"central", "ps"}) {
+  for (const char* other : {"central", "ps", "multi_worker"}) {
     CAPTURE(other);
     CHECK(checkpointDifference(dir / "one/checkpoints/latest",
                                dir / (std::string(other) + "/checkpoints/latest"),
