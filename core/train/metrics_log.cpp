@@ -13,11 +13,11 @@
 
 namespace dtrain {
 
-namespace {
-
 double unixTime() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+namespace {
 
 // The step of a metrics line; every line starts with {"step":N.
 int64_t stepOfLine(const std::string& line) {
@@ -78,8 +78,8 @@ void MetricsLog::writeGeneration(int64_t step, uint64_t generation, int world_si
   append(w);
 }
 
-void MetricsLog::append(JsonWriter& w) {
-  w.add("time", unixTime());
+void MetricsLog::append(JsonWriter& w, double time) {
+  w.add("time", time > 0 ? time : unixTime());
   std::string line = w.str() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
     throw IoError("cannot write " + path_ + ": " + std::strerror(errno));
@@ -100,7 +100,7 @@ void MetricsLog::write(const MetricsRecord& r) {
     if (r.byte_tokens) w.add("bits_per_byte", r.loss / std::log(2.0));
   }
   for (const auto& [name, value] : r.extra) w.add(name, value);
-  append(w);
+  append(w, r.time);
 }
 
 }  // namespace dtrain

@@ -32,7 +32,14 @@ struct MetricsRecord {
   // What the strategy measured of the step (a parameter server's staleness
   // and per-shard traffic), written as further fields.
   std::vector<std::pair<std::string, double>> extra;
+  // When the step ended (its host side: a GPU's work was queued by then),
+  // seconds since the Unix epoch; 0: when the line is written. A train line
+  // is written a step later, once its figures are settled.
+  double time = 0;
 };
+
+// Seconds since the Unix epoch, now.
+double unixTime();
 
 class MetricsLog {
  public:
@@ -53,8 +60,8 @@ class MetricsLog {
   int64_t lastStep() const { return last_step_; }
 
  private:
-  // Adds the time and writes the line, flushed.
-  void append(JsonWriter& w);
+  // Adds the time (`time`, or now when 0) and writes the line, flushed.
+  void append(JsonWriter& w, double time = 0);
 
   std::string path_;
   int64_t last_step_ = -1;

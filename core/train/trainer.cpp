@@ -53,6 +53,7 @@ struct PendingStep {
   double lr = 0, seconds = 0;
   int stop = 0;  // stopRequested() when the step had been queued
   StepFigures figures;
+  double finished_at = 0;  // unixTime() when step() returned
 };
 
 double secondsSince(std::chrono::steady_clock::time_point t) {
@@ -546,6 +547,7 @@ struct Trainer::Impl {
     r.samples = static_cast<int64_t>(figs[2]);
     markTokens(r);
     r.extra = p.figures.extra;
+    r.time = p.finished_at;
     // A GPU's peak memory over the steps queued since the last line, for the
     // benchmarks: a span per line leaves the first steps' algorithm searches
     // out of the later lines.
@@ -622,7 +624,8 @@ struct Trainer::Impl {
         auto now = std::chrono::steady_clock::now();
         double dt = std::chrono::duration<double>(now - last).count();
         last = now;
-        pending.push_back(PendingStep{state.step, state.epoch, step_in_epoch, lr, dt, stopRequested(), f});
+        pending.push_back(
+            PendingStep{state.step, state.epoch, step_in_epoch, lr, dt, stopRequested(), f, unixTime()});
         // The step before this one has long finished on a GPU: its figures are
         // reduced (with the stop flag) and shown now, one step late, so the host
         // never waits for the device. Every rank does so at the same point. An
