@@ -44,15 +44,25 @@
 #              dtrain that refuses bf16 on the GPU (exit 2, one line), or whose metrics
 #              hold no device_peak_bytes, leaves those bars UNMEASURED with the reason,
 #              not FAIL. Rounds shrink, or variants are left out, when the time box needs ~230-280 s
+#   gpt        scripts/bench/gpt_gpu_vs_pytorch.py: GPT-2 small (context 1024, batch 8) tokens/s,
+#              dtrain bf16 against PyTorch eager bf16 (autocast, SDPA flash, fused AdamW; bar
+#              1.25x) and its torch.compile (bar 1.0x, compile time excluded), dtrain's MFU
+#              (6N + 6LCT FLOPs a token, llm.c's count; bar 45% of the card's dense bf16 peak),
+#              dtrain tf32 and fp32 against PyTorch fp32 with TF32 on and off (no bar); rounds
+#              and steps shrink to its time box (default 150 s); a dtrain that exits non-zero
+#              leaves its rows UNMEASURED with the reason                               ~100-150 s
 #   step       scripts/gpu/bench_step.py: `dtrain bench step JOB --json` for mlp 4096,
 #              cnn 1024, ResNet-20 and MobileNetV2; a failure is recorded, not fatal   ~20-40 s
 #   cpu-test   the CPU suites in parallel, time-boxed (not in `all`: CI runs them)
-#   all        build test memcheck parity bench step                                  ~6-8 minutes
+#   all        build test memcheck parity bench gpt step                              ~8-9 minutes
 # Phases after `build` build first when needed (ninja does nothing when up to date).
-# The whole call is held to $DTRAIN_GPU_CHECK_SECONDS (default 480): each phase gets
-# what is left less what the phases after it need, so the memcheck time box, the
-# parity runs and the benchmark's rounds shrink to fit. Each phase prints its elapsed
-# time, and the summary lists them.
+# The whole call is held to $DTRAIN_GPU_CHECK_SECONDS (default 560, under the 600 s a device
+# call may run): each phase gets what is left less what the phases after it need, so the
+# memcheck time box, the parity runs, the benchmark's rounds and variants, and the gpt
+# phase's rounds and steps shrink to fit. With gpt in the call the benchmark's box is what is
+# left less gpt's 120 s and step's 35 s, ~200-270 s (without gpt, 480 s in all: ~245-280 s);
+# its variants, run last, give that up first; memcheck and parity keep their boxes. Each
+# phase prints its elapsed time, and the summary lists them.
 #
 # The build directory is build-gpu ($DTRAIN_GPU_BUILD_DIR overrides; $DTRAIN_GPU_CMAKE_ARGS
 # adds configure arguments). Results go to $OUT when set, else build-gpu/results:
@@ -61,6 +71,7 @@
 #   memcheck.json, memcheck.log, memcheck-tests.log
 #   parity.json                              (runs and their logs under build-gpu/parity)
 #   bench.json, bench.log                    (jobs, runs and pytorch_peer.log under build-gpu/bench)
+#   gpt-bench.json, gpt-bench.log            (token files, jobs, dtrain logs, pytorch_peer.log under build-gpu/gpt-bench)
 #   bench-step.json, bench-step-NAME.json, bench-step-NAME.log, step.log
 #   phases.txt                               seconds per phase, and of the whole call
 #   summary.txt, summary.json                the table printed at the end (scripts/gpu/summary.py)
@@ -81,7 +92,7 @@ cd "$repo"
 build=${DTRAIN_GPU_BUILD_DIR:-build-gpu}
 [[ $build == /* ]] || build=$repo/$build
 results=${OUT:-$build/results}
-total_s=${DTRAIN_GPU_CHECK_SECONDS:-480}
+total_s=${DTRAIN_GPU_CHECK_SECONDS:-560}
 epochs=1
 mixed_epochs=3
 bench_seconds=2
@@ -92,8 +103,8 @@ jobs=$(nproc)
 phases=()
 while (($#)); do
   case $1 in
-    configure | build | test | memcheck | parity | bench | step | cpu-test) phases+=("$1") ;;
-    all) phases+=(build test memcheck parity bench step) ;;
+    configure | build | test | memcheck | parity | bench | gpt | step | cpu-test) phases+=("$1") ;;
+    all) phases+=(build test memcheck parity bench gpt step) ;;
     --epochs)
       epochs=${2:?--epochs needs a number}
       shift
@@ -115,11 +126,11 @@ while (($#)); do
       sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
       exit 0
       ;;
-    *) die "unknown argument '$1'; phases: configure build test memcheck parity bench step cpu-test all; options: --epochs N --mixed-epochs N --bench-seconds S --bench-rounds N --no-variants" ;;
+    *) die "unknown argument '$1'; phases: configure build test memcheck parity bench gpt step cpu-test all; options: --epochs N --mixed-epochs N --bench-seconds S --bench-rounds N --no-variants" ;;
   esac
   shift
 done
-((${#phases[@]})) || phases=(build test memcheck parity bench step)
+((${#phases[@]})) || phases=(build test memcheck parity bench gpt step)
 
 # --- what must be there ---------------------------------------------------------
 needs_gpu=0
@@ -150,7 +161,8 @@ estimate() {
     test) echo 15 ;;
     memcheck) echo 45 ;; # beyond the parity runs it overlaps
     parity) echo 75 ;;
-    bench) echo 230 ;;
+    bench) echo 190 ;; # it gets what is left less gpt's and step's, ~200-270 s
+    gpt) echo 120 ;;
     step) echo 35 ;;
     *) echo 0 ;;
   esac
@@ -183,6 +195,7 @@ phase_begin() {
     memcheck) rm -f "$results"/memcheck.json "$results"/memcheck*.log ;;
     parity) rm -f "$results/parity.json" ;;
     bench) rm -f "$results/bench.json" "$results/bench.log" ;;
+    gpt) rm -f "$results/gpt-bench.json" "$results/gpt-bench.log" ;;
     step) rm -f "$results"/bench-step*.json "$results"/bench-step-*.log "$results/step.log" ;;
   esac
 }
@@ -386,6 +399,14 @@ for p in "${phases[@]}"; do
       python3 "$repo/scripts/bench/gpu_vs_pytorch.py" --dtrain "$build/dtrain" --data "$bench_data" \
         --seconds "$bench_seconds" --rounds "$bench_rounds" --budget "$(budget bench 280 120)" "${variants[@]}" \
         --work "$build/bench" --json "$results/bench.json" 2>&1 | tee "$results/bench.log" || failed+=("bench")
+      phase_end
+      ;;
+    gpt)
+      ensure_built
+      phase_begin gpt
+      python3 "$repo/scripts/bench/gpt_gpu_vs_pytorch.py" --dtrain "$build/dtrain" \
+        --seconds-budget "$(budget gpt 150 90)" --work "$build/gpt-bench" --json "$results/gpt-bench.json" 2>&1 |
+        tee "$results/gpt-bench.log" || failed+=("gpt")
       phase_end
       ;;
     step)

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The GPU check's table: one line per item from the results folder scripts/gpu/check.sh
-fills (build.json, ctest-*.xml, memcheck.json, parity.json, bench.json, bench-step.json,
-phases.txt); items whose phase did not run are left out. Items with a bar say PASS or FAIL,
-or UNMEASURED where dtrain refused the bar's precision on the GPU (its one-line error is
-the reason given; for a benchmark bar the PyTorch side's figures follow) or, for the
-peak-memory bar, where its metrics hold no device-memory figure; the others (ceilings,
+fills (build.json, ctest-*.xml, memcheck.json, parity.json, bench.json, gpt-bench.json,
+bench-step.json, phases.txt); items whose phase did not run are left out. Items with a bar
+say PASS or FAIL, or UNMEASURED where dtrain refused the bar's precision on the GPU (its
+one-line error is the reason given; for a benchmark bar the PyTorch side's figures follow)
+or, for the peak-memory bar, where its metrics hold no device-memory figure, or, for the GPT
+bars (gpt-bench.json's rows as scripts/bench/gpt_gpu_vs_pytorch.py words them), where a side
+did not run (the reason given) or no peak is known for the card's MFU; the others (ceilings,
 dtrain's variants and fp32/tf32/fp16 figures against a bf16 peer, bench step, elapsed
 time) are figures only. Prints the table, writes it to RESULTS/summary.txt and the rows to
 RESULTS/summary.json ("pass" null and "result" "UNMEASURED" for those). Exit status 1 when
@@ -64,7 +66,9 @@ def test_row(results, label):
     return f"{label} tests", ok, text
 
 
-PHASE_FILES = {"memcheck": "memcheck.json", "parity": "parity.json", "bench": "bench.json", "step": "bench-step.json"}
+PHASE_FILES = {"memcheck": "memcheck.json", "parity": "parity.json", "bench": "bench.json", "gpt": "gpt-bench.json",
+               "step": "bench-step.json"}
+PHASE_LOGS = {"bench": "bench.log", "gpt": "gpt-bench.log", "step": "step.log"}
 
 
 def num(v, fmt):
@@ -175,6 +179,12 @@ def bench_rows(bench):
     return rows
 
 
+def gpt_rows(gpt):
+    """gpt-bench.json's rows as they are: its bars (PASS, FAIL, UNMEASURED) and figures."""
+    return [(f"gpt {r['item']}", UNMEASURED if r["result"] == UNMEASURED else r["pass"], r["text"])
+            for r in gpt["rows"]]
+
+
 def step_rows(step):
     rows = []
     for r in step["runs"]:
@@ -223,6 +233,9 @@ def rows_of(results):
     bench = load_json(os.path.join(results, "bench.json"))
     if bench:
         rows += bench_rows(bench)
+    gpt = load_json(os.path.join(results, "gpt-bench.json"))
+    if gpt:
+        rows += gpt_rows(gpt)
     step = load_json(os.path.join(results, "bench-step.json"))
     if step:
         rows += step_rows(step)
@@ -234,7 +247,7 @@ def rows_of(results):
         for phase, path in PHASE_FILES.items():
             if any(n == phase for n, _ in times) and not os.path.exists(os.path.join(results, path)):
                 rows.append((phase, False, f"no {path}: the phase stopped before writing it (see its output"
-                                           f"{', ' + phase + '.log' if phase in ('bench', 'step') else ''})"))
+                                           f"{', ' + PHASE_LOGS[phase] if phase in PHASE_LOGS else ''})"))
         call = [s for n, s in times if n == "call"]
         rows.append(("elapsed", None, ", ".join(f"{n} {s} s" for n, s in times if n != "call")
                      + (f"; the call {call[-1]} s (memcheck runs beside parity)" if call else "")))
