@@ -59,6 +59,16 @@ struct Batch {
   ByteBatch bytes;  // Bytes, Indices (images is then empty)
 };
 
+// The loss gradient's factor for a model predicting each position of a
+// sequence: `per_sample` (1 / the global batch's samples, times fp16's loss
+// scale) made the mean over the global batch's counted labels instead (its
+// windows' positions less the padding); 0 when none counts.
+inline float perLabelScale(const Batch& batch, float per_sample) {
+  return batch.global_labels > 0
+             ? per_sample * static_cast<float>(batch.global_size) / static_cast<float>(batch.global_labels)
+             : 0.0f;
+}
+
 class BatchLoader {
  public:
   // batch_size >= 1 is the global batch (all ranks together); each batch

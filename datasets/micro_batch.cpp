@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/util/worker_pool.h"
 
 namespace dtrain {
 
@@ -29,6 +30,11 @@ Batch microBatchOf(const Batch& batch, int64_t begin, int64_t n) {
     micro.bytes.transforms = batch.bytes.transforms ? batch.bytes.transforms + begin : nullptr;
   }
   return micro;
+}
+
+Batch nthMicroBatch(const Batch& batch, int64_t m, int64_t count) {
+  const auto [begin, end] = WorkerPool::split(batch.size, static_cast<int>(count), static_cast<int>(m));
+  return microBatchOf(batch, begin, end - begin);
 }
 
 }  // namespace dtrain

@@ -20,4 +20,9 @@ namespace dtrain {
 // batches to the GPU as floats or indices instead).
 Batch microBatchOf(const Batch& batch, int64_t begin, int64_t n);
 
+// Micro-batch m of `count` (0 <= m < count): the rows cut as evenly as
+// WorkerPool::split cuts them, so every worker cuts its slice into the same
+// number of micro-batches (some empty at an epoch's short end).
+Batch nthMicroBatch(const Batch& batch, int64_t m, int64_t count);
+
 }  // namespace dtrain

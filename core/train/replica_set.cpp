@@ -200,10 +200,7 @@ void ReplicaSet::discardDeviceFigures() {
 }
 
 float ReplicaSet::lossScale(const Batch& batch, float grad_scale) const {
-  if (labels_per_sample_ == 1) return grad_scale;
-  return batch.global_labels > 0
-             ? grad_scale * static_cast<float>(batch.global_size) / static_cast<float>(batch.global_labels)
-             : 0.0f;
+  return labels_per_sample_ == 1 ? grad_scale : perLabelScale(batch, grad_scale);
 }
 
 BatchFigures ReplicaSet::runSlices(const Batch& batch, bool training, uint64_t seed, float grad_scale,
@@ -290,15 +287,13 @@ void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, floa
 BatchFigures ReplicaSet::trainStep(const Batch& batch, uint64_t step_seed, float grad_scale,
                                    BackwardListener* listener) {
   if (micro_batches_ == 1) return runSlices(batch, true, step_seed, grad_scale, listener);
-  // Every worker cuts its slice into the same number of micro-batches (some
-  // empty at an epoch's short end), so collectives inside a pass (batch
-  // statistics summed over the ranks) meet in step.
+  // Every worker cuts its slice into the same number of micro-batches, so
+  // collectives inside a pass (batch statistics summed over the ranks) meet
+  // in step.
   BatchFigures total;
-  for (int64_t m = 0; m < micro_batches_; ++m) {
-    auto [begin, end] = WorkerPool::split(batch.size, static_cast<int>(micro_batches_), static_cast<int>(m));
-    const Batch micro = microBatchOf(batch, begin, end - begin);
-    total += runSlices(micro, true, step_seed, grad_scale, m + 1 == micro_batches_ ? listener : nullptr);
-  }
+  for (int64_t m = 0; m < micro_batches_; ++m)
+    total += runSlices(nthMicroBatch(batch, m, micro_batches_), true, step_seed, grad_scale,
+                       m + 1 == micro_batches_ ? listener : nullptr);
   return total;
 }
 

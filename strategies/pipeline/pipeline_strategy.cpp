@@ -16,7 +16,6 @@
 #include "core/optim/grad_clip.h"
 #include "core/train/local_step.h"
 #include "core/train/weight_decay_mask.h"
-#include "core/util/worker_pool.h"
 #include "datasets/micro_batch.h"
 #include "models/model_builder.h"
 #include "strategies/batch_norm_across_workers.h"
@@ -292,9 +291,8 @@ StepFigures PipelineStrategy::step(const StepInput& in) {
   BatchFigures f;
   double busy = 0;
   for (int64_t r = 0; r < runs; ++r) {
-    auto [begin, end] = WorkerPool::split(in.batch.size, static_cast<int>(runs), static_cast<int>(r));
     const bool last = r + 1 == runs;
-    const Batch micro = runs == 1 ? Batch{} : microBatchOf(in.batch, begin, end - begin);
+    const Batch micro = runs == 1 ? Batch{} : nthMicroBatch(in.batch, r, runs);
     f += worker_->step(
         runs == 1 ? in.batch : micro, (in.update - 1) * runs + r + 1, in.seed, scale, *link_, [&](Op op) {
           if (!last) return;

@@ -206,11 +206,7 @@ void StageWorker::addLoss(const Tensor& logits, int m, float grad_scale, float* 
   const int64_t per_sample = end > begin ? logits.numel() / ((end - begin) * width) : 1;
   const bool tokens = per_sample != 1 || width != classes_;
   const int32_t* labels = batch_->labels.data() + begin * per_sample;
-  const Batch& b = *batch_;
-  const float scale = !tokens               ? grad_scale
-                      : b.global_labels > 0 ? grad_scale * static_cast<float>(b.global_size) /
-                                                  static_cast<float>(b.global_labels)
-                                            : 0.0f;
+  const float scale = tokens ? perLabelScale(*batch_, grad_scale) : grad_scale;
   if (loss_) {  // on the GPU, read at the step's (or the evaluation batch's) end
     loss_->queue(logits.data(), labels, (end - begin) * per_sample, scale, dlogits, smoothing);
     return;

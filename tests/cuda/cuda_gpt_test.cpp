@@ -54,11 +54,10 @@ TEST_CASE("cuda: a tiny GPT trained on the GPU, alone and as a tied pipeline, en
     std::string toml = gptJob(dir / name, dir / "text.txt", 1, strategy);
     if (name != "cpu") toml.replace(toml.find("threads = 1"), 11, "threads = 1\ndevice = \"cuda\"");
     writeFile(dir / (name + ".toml"), toml);
-    // SGD (AdamW would magnify the rounding of gradients near zero); a padded
-    // vocabulary and a padding id, so both are exercised on the device.
-    RunResult r = runDtrain({"train", dir / (name + ".toml"), "-q", "--set", "optimizer.type=sgd", "--set",
-                             "optimizer.lr=0.1", "--set", "optimizer.weight_decay=0", "--set",
-                             "train.steps=20", "--set", "data.pad_id=32", "--set", "model.vocab=320"});
+    // trainWithSgd; a padded vocabulary and a padding id, so both are
+    // exercised on the device.
+    RunResult r = runDtrain(
+        trainWithSgd(dir / (name + ".toml"), 20, {"--set", "data.pad_id=32", "--set", "model.vocab=320"}));
     INFO(name << ": " << r.output);
     REQUIRE(r.exit_code == 0);
   }

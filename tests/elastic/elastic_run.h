@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <functional>
 #include <map>
 #include <string>
@@ -124,6 +125,38 @@ inline pid_t workerOf(pid_t host, int slot) {
   waitFor([&] { return static_cast<int>((workers = workersOf(host)).size()) > slot; }, 10);
   REQUIRE(static_cast<int>(workers.size()) > slot);
   return workers[static_cast<size_t>(slot)];
+}
+
+// A one-host elastic run of `train` (a `dtrain train` command line whose run
+// directory is dir/run), its output in dir/run.log, whose worker `slot` is
+// killed with SIGKILL once the run has written a checkpoint: the survivors
+// end the run by themselves at step `steps`, every step logged once, after
+// exactly one change of their group. Returns the killed worker's pid and the
+// metrics line of that change.
+struct KilledWorker {
+  pid_t pid = -1;
+  std::string generation;
+};
+
+inline KilledWorker killWorkerAndFinish(const TempDir& dir, const std::vector<std::string>& train, int steps,
+                                        int slot) {
+  const pid_t host = startDtrain(train, dir / "run.log");
+  const bool checkpointed = waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60);
+  INFO("run: " << readFile(dir / "run.log"));
+  REQUIRE(checkpointed);
+  KilledWorker killed;
+  killed.pid = workerOf(host, slot);
+  REQUIRE(::kill(killed.pid, SIGKILL) == 0);
+  const int code = waitExit(host);
+  const std::string log = readFile(dir / "run.log");
+  CAPTURE(log);
+  CHECK(code == 0);
+  CHECK(log.find("done: step " + std::to_string(steps) + ",") != std::string::npos);
+  const ElasticLog metrics = readElasticLog(dir / "run");
+  checkEveryStepOnce(metrics, steps);
+  REQUIRE(metrics.generations.size() == 1);
+  killed.generation = metrics.generations.front();
+  return killed;
 }
 
 }  // namespace dtrain::testing

@@ -3,8 +3,6 @@
 // step logged once, at the weights of an uninterrupted run of 3.
 #include <doctest/doctest.h>
 
-#include <csignal>
-
 #include "tests/elastic/elastic_run.h"
 #include "tests/train/gpt_jobs.h"
 
@@ -18,38 +16,11 @@ TEST_CASE("elastic gpt: kill -9 of one of 3 workers; the 2 others finish the run
   writeFile(dir / "job.toml",
             gptJob(dir / "run", dir / "text.txt", 1, mirrored + "[cluster]\nelastic = true\n"));
   writeFile(dir / "reference.toml", gptJob(dir / "reference", dir / "text.txt", 1, mirrored));
-  // SGD: the survivors' sums run over 2 ranks instead of 3, a reordering of
-  // the float sums that SGD carries unamplified (as the thread-split tests).
-  auto train = [&](const std::string& job) {
-    return std::vector<std::string>{"train",
-                                    job,
-                                    "-q",
-                                    "--set",
-                                    "train.steps=" + std::to_string(kSteps),
-                                    "--set",
-                                    "optimizer.type=sgd",
-                                    "--set",
-                                    "optimizer.lr=0.1",
-                                    "--set",
-                                    "optimizer.weight_decay=0"};
-  };
-  const pid_t host = startDtrain(train(dir / "job.toml"), dir / "run.log");
-  const bool checkpointed = waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60);
-  INFO("run: " << readFile(dir / "run.log"));
-  REQUIRE(checkpointed);
-  const pid_t victim = workerOf(host, 2);
-  REQUIRE(::kill(victim, SIGKILL) == 0);
-  const int code = waitExit(host);
-  const std::string log = readFile(dir / "run.log");
-  CAPTURE(log);
-  CHECK(code == 0);
-  CHECK(log.find("done: step " + std::to_string(kSteps) + ",") != std::string::npos);
-  const ElasticLog metrics = readElasticLog(dir / "run");
-  checkEveryStepOnce(metrics, kSteps);
-  REQUIRE(metrics.generations.size() == 1);
-  CHECK(metrics.generations.front().find("\"world_size\":2") != std::string::npos);
+  // The survivors' sums run over 2 ranks instead of 3: trainWithSgd.
+  const KilledWorker killed = killWorkerAndFinish(dir, trainWithSgd(dir / "job.toml", kSteps), kSteps, 2);
+  CHECK(killed.generation.find("\"world_size\":2") != std::string::npos);
 
-  const RunResult whole = runDtrain(train(dir / "reference.toml"));
+  const RunResult whole = runDtrain(trainWithSgd(dir / "reference.toml", kSteps));
   REQUIRE_MESSAGE(whole.exit_code == 0, whole.output);
   checkSameFinalWeights(dir / "run", dir / "reference", kSteps);
 }

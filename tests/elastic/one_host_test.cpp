@@ -3,8 +3,6 @@
 // it there. Needs no network namespaces.
 #include <doctest/doctest.h>
 
-#include <csignal>
-
 #include "tests/elastic/elastic_run.h"
 
 using namespace dtrain::testing;
@@ -29,26 +27,11 @@ TEST_CASE("elastic on one host: kill -9 of one of 3 workers; the 2 others finish
   writeFile(dir / "job.toml", threeWorkerJob(dir / "run", true));
   writeFile(dir / "reference.toml", threeWorkerJob(dir / "reference", false));
 
-  const pid_t host = startDtrain(trainSteps(dir / "job.toml"), dir / "run.log");
-  const bool checkpointed = waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60);
-  INFO("run: " << readFile(dir / "run.log"));
-  REQUIRE(checkpointed);
-  const pid_t victim = workerOf(host, 2);
-  REQUIRE(::kill(victim, SIGKILL) == 0);
-  const int code = waitExit(host);
-  const std::string log = readFile(dir / "run.log");
-  CAPTURE(log);
-  CHECK(code == 0);
-  CHECK(log.find("done: step " + std::to_string(kSteps) + ",") != std::string::npos);
-
-  const ElasticLog metrics = readElasticLog(dir / "run");
-  checkEveryStepOnce(metrics, kSteps);
-  REQUIRE(metrics.generations.size() == 1);
-  const std::string& line = metrics.generations.front();
-  CAPTURE(line);
-  CHECK(line.find("\"world_size\":2") != std::string::npos);
-  CHECK(line.find("lost rank 2") != std::string::npos);
-  CHECK(line.find("pid " + std::to_string(victim)) != std::string::npos);
+  const KilledWorker killed = killWorkerAndFinish(dir, trainSteps(dir / "job.toml"), kSteps, 2);
+  CAPTURE(killed.generation);
+  CHECK(killed.generation.find("\"world_size\":2") != std::string::npos);
+  CHECK(killed.generation.find("lost rank 2") != std::string::npos);
+  CHECK(killed.generation.find("pid " + std::to_string(killed.pid)) != std::string::npos);
 
   // The same global batches as 3 workers that all finish: equal within float tolerance.
   const RunResult whole = runDtrain(trainSteps(dir / "reference.toml"));

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dtrain::testing {
 
@@ -36,6 +37,29 @@ inline std::string gptJob(const std::string& run_dir, const std::string& text, i
          "checkpoint_every_steps = 10\nkeep_last = 20\n"
          "[optimizer]\ntype = \"adamw\"\nlr = 0.01\nweight_decay = 0.01\n" +
          extra;
+}
+
+// A `dtrain train JOB -q` command line of `steps` steps with plain SGD (lr
+// 0.1, no weight decay) in place of the job's AdamW, then `more`. The runs
+// these tests compare differ in the order of their float sums (threads,
+// workers, micro-batches, stages, a GPU), which SGD carries through
+// unamplified; AdamW's division by sqrt(v) would magnify the rounding of
+// gradients near zero up to the learning rate.
+inline std::vector<std::string> trainWithSgd(const std::string& job, int steps,
+                                             const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args = {"train",
+                                   job,
+                                   "-q",
+                                   "--set",
+                                   "optimizer.type=sgd",
+                                   "--set",
+                                   "optimizer.lr=0.1",
+                                   "--set",
+                                   "optimizer.weight_decay=0",
+                                   "--set",
+                                   "train.steps=" + std::to_string(steps)};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
 }
 
 }  // namespace dtrain::testing

@@ -73,22 +73,9 @@ TEST_CASE("gpt: 2 threads, 2 mirrored workers and 3 micro-batches compute what 1
   // Micro-batches of 4 windows, 3 to an update: the batch of 12 in pieces,
   // its loss the mean over all 12 windows' tokens.
   writeFile(dir / "accumulated.toml", gptJob(dir / "accumulated", dir / "text.txt", 1));
-  // Plain SGD with momentum: the thread split changes only the order of the
-  // float sums over the batch, and SGD carries such differences through
-  // unamplified (AdamW's division by sqrt(v) would magnify those of gradients
-  // near zero up to the learning rate).
+  // trainWithSgd: the thread split changes only the order of the float sums.
   for (const char* run : {"one", "two", "mirrored", "accumulated"}) {
-    std::vector<std::string> args = {"train",
-                                     dir / (std::string(run) + ".toml"),
-                                     "-q",
-                                     "--set",
-                                     "optimizer.type=sgd",
-                                     "--set",
-                                     "optimizer.lr=0.1",
-                                     "--set",
-                                     "optimizer.weight_decay=0",
-                                     "--set",
-                                     "train.steps=20"};
+    std::vector<std::string> args = trainWithSgd(dir / (std::string(run) + ".toml"), 20);
     if (std::string(run) == "accumulated")
       args.insert(args.end(), {"--set", "train.batch_size=4", "--set", "train.accumulate=3"});
     RunResult r = runDtrain(args);
@@ -197,11 +184,7 @@ TEST_CASE(
       {"multi_worker", cluster}};
   for (const auto& [name, strategy] : runs) {
     writeFile(dir / (name + ".toml"), gptJob(dir / name, dir / "text.txt", 1, strategy));
-    // SGD, as in the thread-split case: differences in the order of the
-    // float sums are carried through unamplified.
-    RunResult r =
-        runDtrain({"train", dir / (name + ".toml"), "-q", "--set", "optimizer.type=sgd", "--set",
-                   "optimizer.lr=0.1", "--set", "optimizer.weight_decay=0", "--set", "train.steps=20"});
+    RunResult r = runDtrain(trainWithSgd(dir / (name + ".toml"), 20));
     INFO(name << ": " << r.output);
     REQUIRE(r.exit_code == 0);
   }
@@ -226,24 +209,11 @@ TEST_CASE("gpt: pipelines, tied output layer and all, compute what one process c
       {"untied_pipeline", "[strategy]\ntype = \"pipeline\"\nstages = 2\nmicro_batches = 3\n"}};
   for (const auto& [name, strategy] : runs) {
     writeFile(dir / (name + ".toml"), gptJob(dir / name, dir / "text.txt", 1, strategy));
-    // SGD, as in the thread-split case; the pad id makes the counted labels
-    // fewer than the windows' positions, which the loss's mean must follow;
-    // clipping needs the shared weight's norm counted once.
-    std::vector<std::string> args = {"train",
-                                     dir / (name + ".toml"),
-                                     "-q",
-                                     "--set",
-                                     "optimizer.type=sgd",
-                                     "--set",
-                                     "optimizer.lr=0.1",
-                                     "--set",
-                                     "optimizer.weight_decay=0",
-                                     "--set",
-                                     "train.steps=20",
-                                     "--set",
-                                     "data.pad_id=32",
-                                     "--set",
-                                     "train.grad_clip_norm=0.5"};
+    // trainWithSgd; the pad id makes the counted labels fewer than the
+    // windows' positions, which the loss's mean must follow; clipping needs
+    // the shared weight's norm counted once.
+    std::vector<std::string> args = trainWithSgd(
+        dir / (name + ".toml"), 20, {"--set", "data.pad_id=32", "--set", "train.grad_clip_norm=0.5"});
     if (name.rfind("untied", 0) == 0) args.insert(args.end(), {"--set", "model.tie_embeddings=false"});
     RunResult r = runDtrain(args);
     INFO(name << ": " << r.output);

@@ -58,26 +58,65 @@ __device__ void loadTile(float (*tile)[kMaxDim], const T* base, int64_t row_stri
   }
 }
 
-template <typename T, int E>
-__global__ void forwardKernel(Geometry g, const T* qkv, T* out, float* lse) {
-  __shared__ float ks[kTile][kMaxDim];
-  __shared__ float vs[kTile][kMaxDim];
-  const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int64_t first_row = blockIdx.x * int64_t(kWarps);
-  const int64_t i = first_row + threadIdx.y;
-  const int lane = threadIdx.x;
-  const bool row_valid = i < g.seq;
-  float q[E], acc[E];
+// A warp's row in registers: lane l holds dimensions l, l + 32, ... (zeros
+// past dim, and for a row past the sequence's end).
+template <int E, typename T>
+__device__ __forceinline__ void loadRow(float (&r)[E], const T* row, bool valid, int64_t dim) {
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    const int64_t c = lane + 32 * e;
-    q[e] = row_valid && c < g.dim ? toFloat(qkv[qkvAt(g, b, i, 0, h) + c]) : 0.0f;
-    acc[e] = 0.0f;
+    const int64_t c = threadIdx.x + 32 * e;
+    r[e] = valid && c < dim ? toFloat(row[c]) : 0.0f;
   }
-  float m = -FLT_MAX, l = 0.0f;
-  const uint64_t row_key =
-      g.threshold ? ops::attentionRowKey(g.seed, g.sample_offset + b, h, row_valid ? i : 0) : 0;
-  // The block's last row sees keys up to itself.
+}
+
+template <int E, typename T>
+__device__ __forceinline__ void storeRow(T* row, const float (&r)[E], float factor, int64_t dim) {
+#pragma unroll
+  for (int e = 0; e < E; ++e)
+    if (threadIdx.x + 32 * e < dim) row[threadIdx.x + 32 * e] = fromFloat<T>(r[e] * factor);
+}
+
+// This lane's part of the dot product of a register row with a tile's row.
+template <int E>
+__device__ __forceinline__ float lanePart(const float (&r)[E], const float* tile_row, int64_t dim) {
+  float sum = 0.0f;
+#pragma unroll
+  for (int e = 0; e < E; ++e)
+    if (threadIdx.x + 32 * e < dim) sum += r[e] * tile_row[threadIdx.x + 32 * e];
+  return sum;
+}
+
+// acc = acc * decay + a * tile_row over the lane's dimensions.
+template <int E>
+__device__ __forceinline__ void addScaled(float (&acc)[E], float decay, float a, const float* tile_row,
+                                          int64_t dim) {
+#pragma unroll
+  for (int e = 0; e < E; ++e)
+    acc[e] = acc[e] * decay + (threadIdx.x + 32 * e < dim ? a * tile_row[threadIdx.x + 32 * e] : 0.0f);
+}
+
+// Whether dropout keeps key j of the query row with key `row_key` (always
+// without dropout), and x as the kept or dropped probability carries it.
+__device__ __forceinline__ bool keeps(const Geometry& g, uint64_t row_key, int64_t j) {
+  return g.threshold == 0 || dropout_mask::keep(row_key, j, g.threshold);
+}
+__device__ __forceinline__ float dropped(const Geometry& g, float x, bool keep) {
+  return g.threshold == 0 ? x : (keep ? x * g.keep_scale : 0.0f);
+}
+
+// The dropout mask's key of query row i of head h of sample b (0 without dropout).
+__device__ __forceinline__ uint64_t rowKeyOf(const Geometry& g, int64_t b, int64_t h, int64_t i) {
+  return g.threshold ? ops::attentionRowKey(g.seed, g.sample_offset + b, h, i) : 0;
+}
+
+// The keys the block's query rows see (0 up to its last row), kTile at a
+// time: the block loads each tile's keys and values into ks and vs, then
+// visit(jj, j) runs for this warp's keys j <= i, in order (jj: j's row in the
+// tile). Every thread of the block calls it: it synchronises the block.
+template <typename T, typename Visit>
+__device__ void forEachCausalKey(const Geometry& g, const T* qkv, int64_t b, int64_t h, int64_t first_row,
+                                 int64_t i, bool row_valid, float (*ks)[kMaxDim], float (*vs)[kMaxDim],
+                                 Visit&& visit) {
   const int64_t keys = first_row + kWarps < g.seq ? first_row + kWarps : g.seq;
   for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
     const int64_t rows = keys - j0 < kTile ? keys - j0 : kTile;
@@ -86,31 +125,34 @@ __global__ void forwardKernel(Geometry g, const T* qkv, T* out, float* lse) {
     loadTile(vs, qkv + qkvAt(g, b, 0, 2, h), 3 * g.channels, j0, rows, g.dim);
     __syncthreads();
     if (!row_valid) continue;
-    for (int jj = 0; jj < rows && j0 + jj <= i; ++jj) {
-      float dot = 0.0f;
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        if (lane + 32 * e < g.dim) dot += q[e] * ks[jj][lane + 32 * e];
-      const float s = warpSum(dot) * g.scale;
-      const float m_new = fmaxf(m, s);
-      const float correction = expf(m - m_new);
-      const float p = expf(s - m_new);
-      l = l * correction + p;
-      const float kept = g.threshold == 0
-                             ? p
-                             : (dropout_mask::keep(row_key, j0 + jj, g.threshold) ? p * g.keep_scale : 0.0f);
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        acc[e] = acc[e] * correction + (lane + 32 * e < g.dim ? kept * vs[jj][lane + 32 * e] : 0.0f);
-      m = m_new;
-    }
+    for (int jj = 0; jj < rows && j0 + jj <= i; ++jj) visit(jj, j0 + jj);
   }
+}
+
+template <typename T, int E>
+__global__ void forwardKernel(Geometry g, const T* qkv, T* out, float* lse) {
+  __shared__ float ks[kTile][kMaxDim];
+  __shared__ float vs[kTile][kMaxDim];
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int64_t first_row = blockIdx.x * int64_t(kWarps);
+  const int64_t i = first_row + threadIdx.y;
+  const bool row_valid = i < g.seq;
+  float q[E], acc[E] = {};
+  loadRow(q, qkv + qkvAt(g, b, row_valid ? i : 0, 0, h), row_valid, g.dim);
+  float m = -FLT_MAX, l = 0.0f;
+  const uint64_t row_key = rowKeyOf(g, b, h, row_valid ? i : 0);
+  forEachCausalKey(g, qkv, b, h, first_row, i, row_valid, ks, vs, [&](int jj, int64_t j) {
+    const float s = warpSum(lanePart(q, ks[jj], g.dim)) * g.scale;
+    const float m_new = fmaxf(m, s);
+    const float correction = expf(m - m_new);
+    const float p = expf(s - m_new);
+    l = l * correction + p;
+    addScaled(acc, correction, dropped(g, p, keeps(g, row_key, j)), vs[jj], g.dim);
+    m = m_new;
+  });
   if (!row_valid) return;
-  const float inv = 1.0f / l;
-#pragma unroll
-  for (int e = 0; e < E; ++e)
-    if (lane + 32 * e < g.dim) out[outAt(g, b, i, h) + lane + 32 * e] = fromFloat<T>(acc[e] * inv);
-  if (lane == 0) lse[(b * g.heads + h) * g.seq + i] = m + logf(l);
+  storeRow(out + outAt(g, b, i, h), acc, 1.0f / l, g.dim);
+  if (threadIdx.x == 0) lse[(b * g.heads + h) * g.seq + i] = m + logf(l);
 }
 
 // d[b, h, i] = dout_i . out_i over the head's dimensions.
@@ -135,50 +177,21 @@ __global__ void queryGradKernel(Geometry g, const T* qkv, const T* dout, const f
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int64_t first_row = blockIdx.x * int64_t(kWarps);
   const int64_t i = first_row + threadIdx.y;
-  const int lane = threadIdx.x;
   const bool row_valid = i < g.seq;
-  float q[E], go[E], dq[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const int64_t c = lane + 32 * e;
-    const bool in = row_valid && c < g.dim;
-    q[e] = in ? toFloat(qkv[qkvAt(g, b, i, 0, h) + c]) : 0.0f;
-    go[e] = in ? toFloat(dout[outAt(g, b, i, h) + c]) : 0.0f;
-    dq[e] = 0.0f;
-  }
-  const int64_t stat = (b * g.heads + h) * g.seq + (row_valid ? i : 0);
+  const int64_t row = row_valid ? i : 0;
+  float q[E], go[E], dq[E] = {};
+  loadRow(q, qkv + qkvAt(g, b, row, 0, h), row_valid, g.dim);
+  loadRow(go, dout + outAt(g, b, row, h), row_valid, g.dim);
+  const int64_t stat = (b * g.heads + h) * g.seq + row;
   const float row_lse = lse[stat], row_d = d[stat];
-  const uint64_t row_key =
-      g.threshold ? ops::attentionRowKey(g.seed, g.sample_offset + b, h, row_valid ? i : 0) : 0;
-  const int64_t keys = first_row + kWarps < g.seq ? first_row + kWarps : g.seq;
-  for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
-    const int64_t rows = keys - j0 < kTile ? keys - j0 : kTile;
-    __syncthreads();
-    loadTile(ks, qkv + qkvAt(g, b, 0, 1, h), 3 * g.channels, j0, rows, g.dim);
-    loadTile(vs, qkv + qkvAt(g, b, 0, 2, h), 3 * g.channels, j0, rows, g.dim);
-    __syncthreads();
-    if (!row_valid) continue;
-    for (int jj = 0; jj < rows && j0 + jj <= i; ++jj) {
-      float qk = 0.0f, gv = 0.0f;
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        if (lane + 32 * e < g.dim) {
-          qk += q[e] * ks[jj][lane + 32 * e];
-          gv += go[e] * vs[jj][lane + 32 * e];
-        }
-      const float p = expf(warpSum(qk) * g.scale - row_lse);
-      float dp = warpSum(gv);
-      if (g.threshold) dp = dropout_mask::keep(row_key, j0 + jj, g.threshold) ? dp * g.keep_scale : 0.0f;
-      const float ds = p * (dp - row_d) * g.scale;
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        if (lane + 32 * e < g.dim) dq[e] += ds * ks[jj][lane + 32 * e];
-    }
-  }
+  const uint64_t row_key = rowKeyOf(g, b, h, row);
+  forEachCausalKey(g, qkv, b, h, first_row, i, row_valid, ks, vs, [&](int jj, int64_t j) {
+    const float p = expf(warpSum(lanePart(q, ks[jj], g.dim)) * g.scale - row_lse);
+    const float dp = dropped(g, warpSum(lanePart(go, vs[jj], g.dim)), keeps(g, row_key, j));
+    addScaled(dq, 1.0f, p * (dp - row_d) * g.scale, ks[jj], g.dim);
+  });
   if (!row_valid) return;
-#pragma unroll
-  for (int e = 0; e < E; ++e)
-    if (lane + 32 * e < g.dim) dqkv[qkvAt(g, b, i, 0, h) + lane + 32 * e] = fromFloat<T>(dq[e]);
+  storeRow(dqkv + qkvAt(g, b, i, 0, h), dq, 1.0f, g.dim);
 }
 
 // For key row j: dv_j = sum_{i >= j} z_ij p_ij dout_i, dk_j = scale sum_{i >= j} ds_ij q_i.
@@ -191,17 +204,10 @@ __global__ void keyGradKernel(Geometry g, const T* qkv, const T* dout, const flo
   const int64_t b = blockIdx.z, h = blockIdx.y;
   const int64_t first_key = blockIdx.x * int64_t(kWarps);
   const int64_t j = first_key + threadIdx.y;
-  const int lane = threadIdx.x;
   const bool key_valid = j < g.seq;
-  float k[E], v[E], dk[E], dv[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const int64_t c = lane + 32 * e;
-    const bool in = key_valid && c < g.dim;
-    k[e] = in ? toFloat(qkv[qkvAt(g, b, j, 1, h) + c]) : 0.0f;
-    v[e] = in ? toFloat(qkv[qkvAt(g, b, j, 2, h) + c]) : 0.0f;
-    dk[e] = dv[e] = 0.0f;
-  }
+  float k[E], v[E], dk[E] = {}, dv[E] = {};
+  loadRow(k, qkv + qkvAt(g, b, key_valid ? j : 0, 1, h), key_valid, g.dim);
+  loadRow(v, qkv + qkvAt(g, b, key_valid ? j : 0, 2, h), key_valid, g.dim);
   const int64_t stats = (b * g.heads + h) * g.seq;
   // Queries from the block's first key on (earlier ones see none of its keys).
   for (int64_t i0 = first_key; i0 < g.seq; i0 += kTile) {
@@ -219,38 +225,16 @@ __global__ void keyGradKernel(Geometry g, const T* qkv, const T* dout, const flo
     for (int ii = 0; ii < rows; ++ii) {
       const int64_t i = i0 + ii;
       if (i < j) continue;
-      float qk = 0.0f, gv = 0.0f;
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        if (lane + 32 * e < g.dim) {
-          qk += qs[ii][lane + 32 * e] * k[e];
-          gv += gs[ii][lane + 32 * e] * v[e];
-        }
-      const float p = expf(warpSum(qk) * g.scale - lses[ii]);
-      float dp = warpSum(gv);
-      float kept = p;
-      if (g.threshold) {
-        const bool keep =
-            dropout_mask::keep(ops::attentionRowKey(g.seed, g.sample_offset + b, h, i), j, g.threshold);
-        kept = keep ? p * g.keep_scale : 0.0f;
-        dp = keep ? dp * g.keep_scale : 0.0f;
-      }
-      const float ds = p * (dp - ds_row[ii]) * g.scale;
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        if (lane + 32 * e < g.dim) {
-          dv[e] += kept * gs[ii][lane + 32 * e];
-          dk[e] += ds * qs[ii][lane + 32 * e];
-        }
+      const float p = expf(warpSum(lanePart(k, qs[ii], g.dim)) * g.scale - lses[ii]);
+      const bool keep = keeps(g, rowKeyOf(g, b, h, i), j);
+      const float dp = dropped(g, warpSum(lanePart(v, gs[ii], g.dim)), keep);
+      addScaled(dv, 1.0f, dropped(g, p, keep), gs[ii], g.dim);
+      addScaled(dk, 1.0f, p * (dp - ds_row[ii]) * g.scale, qs[ii], g.dim);
     }
   }
   if (!key_valid) return;
-#pragma unroll
-  for (int e = 0; e < E; ++e)
-    if (lane + 32 * e < g.dim) {
-      dqkv[qkvAt(g, b, j, 1, h) + lane + 32 * e] = fromFloat<T>(dk[e]);
-      dqkv[qkvAt(g, b, j, 2, h) + lane + 32 * e] = fromFloat<T>(dv[e]);
-    }
+  storeRow(dqkv + qkvAt(g, b, j, 1, h), dk, 1.0f, g.dim);
+  storeRow(dqkv + qkvAt(g, b, j, 2, h), dv, 1.0f, g.dim);
 }
 
 Geometry geometryOf(const ops::AttentionShape& s, const ops::AttentionDropout& dropout) {
