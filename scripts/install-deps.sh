@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libtomlplusplus-dev libcli11-dev libzmq3-dev cppzmq-dev libgloo-dev
   libopenblas-dev libdnnl-dev zlib1g-dev libstb-dev doctest-dev
+  ocl-icd-opencl-dev  # only recommended by libdnnl-dev, but its CMake package requires OpenCL
   dataset-fashion-mnist
   dict-gcide  # GNU's Collaborative International Dictionary of English, gzip text
   qemu-user  # the tests run the binary on an emulated CPU without AVX-512
