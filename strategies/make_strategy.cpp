@@ -15,6 +15,7 @@
 #include "strategies/parameter_server/shard_process.h"
 #include "strategies/pipeline/pipeline_plan.h"
 #include "strategies/pipeline/pipeline_strategy.h"
+#include "strategies/sharded/sharded_strategy.h"
 
 namespace dtrain {
 
@@ -33,6 +34,13 @@ std::shared_ptr<Strategy> makeStrategy(const StrategySection& cfg, std::shared_p
           "[strategy] type 'central_storage' runs one process per worker; start it with `dtrain train` (not "
           "as a single process)");
     return std::make_shared<CentralStorageStrategy>(std::move(group));
+  }
+  if (cfg.type == "sharded") {
+    if (!group)
+      throw ConfigError(
+          "[strategy] type 'sharded' runs one process per worker; start it with `dtrain train` (not as a "
+          "single process)");
+    return std::make_shared<ShardedStrategy>(cfg.stage, std::move(group));
   }
   if (cfg.type == "pipeline")
     throw ConfigError(

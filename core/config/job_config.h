@@ -201,6 +201,8 @@ struct StrategySection {
   // "central_storage": one host, `workers` processes, the update on rank 0.
   // "parameter_server": `workers` processes and `ps` shards on one host.
   // "pipeline": the model's layers split into stages (below).
+  // "sharded": data parallelism whose training state is split across the
+  // workers (ZeRO; `stage`), on one host (`workers`) or the hosts of [cluster].
   std::string type = "one_device";
   // mirrored, central_storage, parameter_server: worker processes on this host (CPU slots or GPUs)
   int workers = 2;
@@ -238,6 +240,9 @@ struct StrategySection {
   // Batch-norm statistics: per rank (false: each rank normalises by its own
   // slice of the batch, as tf.distribute and DDP do) or over the global batch.
   bool sync_batchnorm = false;
+  // sharded: 1 (each worker keeps and updates 1/N of the optimizer state) |
+  // 2 (and of the summed gradients) | 3 (and of the parameters).
+  int stage = 2;
   // pipeline: the model cut into `stages` stages, one process each, times
   // `replicas` data-parallel copies of the pipeline (stages x replicas
   // processes on this host). `stages = N` splits automatically, balancing

@@ -115,6 +115,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(strategy, bucket_mb),
       DTRAIN_JOB_FIELD(strategy, backend),
       DTRAIN_JOB_FIELD(strategy, sync_batchnorm),
+      DTRAIN_JOB_FIELD(strategy, stage),
       DTRAIN_JOB_FIELD(strategy, stages),
       DTRAIN_JOB_FIELD(strategy, micro_batches),
       DTRAIN_JOB_FIELD(strategy, schedule),

@@ -384,10 +384,23 @@ void checkPipeline(const Checker& c, const StrategySection& s, const ClusterSect
   }
 }
 
+void checkSharded(const Checker& c, const StrategySection& s, const JobSection& job) {
+  if (s.type == "sharded" && job.device == "cuda")
+    c.failOr("strategy.type", "job.device",
+             "'sharded' runs on CPU workers in this build (GPU sharding is not built yet); use device = "
+             "\"cpu\", or 'mirrored' on GPUs");
+  c.intRange("strategy.stage", s.stage, 1, 3);
+  if (s.type == "sharded" && s.stage == 3)
+    c.fail("strategy.stage",
+           "3 (parameters sharded too) is not built yet; use stage = 2 (optimizer state and gradients "
+           "sharded) or 1");
+}
+
 void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster,
                    bool under_launcher) {
   static const std::vector<std::string> available = {
-      "one_device", "mirrored", "multi_worker_mirrored", "central_storage", "parameter_server", "pipeline"};
+      "one_device", "mirrored", "multi_worker_mirrored", "central_storage", "parameter_server", "pipeline",
+      "sharded"};
   static const std::vector<std::string> planned = {};  // named but not built yet
   for (const std::string& p : planned)
     if (s.type == p) {
@@ -592,6 +605,7 @@ void validateJob(const JobConfig& job, bool under_launcher) {
   checkOptimizer(c, job.optimizer);
   checkSchedule(c, job.schedule, job.optimizer.lr);
   checkStrategy(c, job.strategy, job.cluster, under_launcher);
+  checkSharded(c, job.strategy, job.job);
   checkCluster(c, job.cluster, under_launcher);
   checkClusterTimesAndPolicy(c, job.cluster);
   checkElastic(c, job.cluster, job.strategy, under_launcher);

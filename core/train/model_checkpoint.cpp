@@ -5,7 +5,8 @@
 namespace dtrain {
 
 std::string saveCheckpoint(const JobConfig& job, const TrainState& state, const ParamStore& store,
-                           const ParamStore& buffers, Optimizer& optimizer) {
+                           const ParamStore& buffers, Optimizer& optimizer,
+                           const std::vector<NamedTensorView>* streamed_state) {
   CheckpointContents c;
   // Buffers on a GPU are written from host copies (kept alive until written).
   const Tensor params = store.params().to(Device::cpu());
@@ -15,7 +16,12 @@ std::string saveCheckpoint(const JobConfig& job, const TrainState& state, const 
   for (const ParamEntry& e : buffers.entries())
     c.weights.push_back({e.name, e.shape, buffer_values.data() + e.offset});
   std::vector<Tensor> host_state;
-  for (auto& [buffer, tensor] : optimizer.stateBuffers()) {
+  auto state_buffers = optimizer.stateBuffers();
+  if (streamed_state) {
+    c.optimizer = *streamed_state;
+    state_buffers.clear();
+  }
+  for (auto& [buffer, tensor] : state_buffers) {
     host_state.push_back(tensor->to(Device::cpu()));
     for (const ParamEntry& e : store.entries())
       c.optimizer.push_back({buffer + "." + e.name, e.shape, host_state.back().data() + e.offset});

@@ -14,9 +14,12 @@
 
 namespace dtrain {
 
-// Writes RUN_DIR/checkpoints/step-XXXXXXXX and returns its path.
+// Writes RUN_DIR/checkpoints/step-XXXXXXXX and returns its path. The
+// optimizer state is `optimizer`'s, or, when `streamed_state` is given,
+// those tensors (a sharded run's, streamed from its workers).
 std::string saveCheckpoint(const JobConfig& job, const TrainState& state, const ParamStore& store,
-                           const ParamStore& buffers, Optimizer& optimizer);
+                           const ParamStore& buffers, Optimizer& optimizer,
+                           const std::vector<NamedTensorView>* streamed_state = nullptr);
 
 // Loads the weights into `store` and `buffers` (and the optimizer state, when given).
 void restoreCheckpoint(const LoadedCheckpoint& ckpt, ParamStore& store, ParamStore& buffers,

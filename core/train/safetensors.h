@@ -9,6 +9,7 @@
 // share no state and are thread-safe for distinct paths.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,12 +20,18 @@
 namespace dtrain {
 
 // A tensor to write; `data` (shape.numel() floats, host memory) is borrowed
-// and must stay valid for the call. It may be null only when numel() is 0.
+// and must stay valid for the call. Without data, `fill` streams it: it is
+// asked for floats [first, first + count) into `out`, piece by piece in
+// order (a sharded run's optimizer state, from the workers that own it).
 struct NamedTensorView {
   std::string name;
   Shape shape;
   const float* data = nullptr;
+  std::function<void(int64_t first, int64_t count, float* out)> fill{};
 };
+
+// A streamed tensor is asked for pieces of at most this many floats.
+constexpr int64_t kStreamedPieceFloats = int64_t(1) << 20;
 
 struct SafetensorsTensor {
   std::string name;
@@ -56,5 +63,10 @@ void writeSafetensors(const std::string& path, const std::vector<NamedTensorView
 // CheckpointError ("<path>: <problem>") when its content is not a valid F32
 // safetensors file.
 SafetensorsFile readSafetensors(const std::string& path);
+
+// Asks the streamed tensors of `tensors` for every piece, in the order
+// writeSafetensors would, writing nothing: a worker whose fills are
+// collective takes part in the chief's write with it.
+void takePartInStreamedWrite(const std::vector<NamedTensorView>& tensors);
 
 }  // namespace dtrain

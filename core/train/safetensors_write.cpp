@@ -1,5 +1,7 @@
 // writeSafetensors: header construction and the durable write.
+#include <algorithm>
 #include <unordered_set>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/io/json.h"
@@ -21,7 +23,7 @@ void validateTensors(const std::string& path, const std::vector<NamedTensorView>
     if (!names.insert(t.name).second) throw Error(where + "appears twice");
     for (int64_t d : t.shape.dims())
       if (d < 0) throw Error(where + "has a negative extent in shape " + t.shape.str());
-    if (t.shape.numel() > 0 && t.data == nullptr) throw Error(where + "has no data");
+    if (t.shape.numel() > 0 && t.data == nullptr && !t.fill) throw Error(where + "has no data");
   }
 }
 
@@ -51,7 +53,26 @@ std::string buildHeader(const std::vector<NamedTensorView>& tensors,
   return text;
 }
 
+// Calls piece(first, count) for the pieces of streamed tensor `t`, in order.
+template <class Piece>
+void forEachPiece(const NamedTensorView& t, Piece&& piece) {
+  const int64_t n = t.shape.numel();
+  for (int64_t first = 0; first < n; first += kStreamedPieceFloats)
+    piece(first, std::min(kStreamedPieceFloats, n - first));
+}
+
 }  // namespace
+
+void takePartInStreamedWrite(const std::vector<NamedTensorView>& tensors) {
+  std::vector<float> piece;
+  for (const NamedTensorView& t : tensors) {
+    if (t.shape.numel() == 0 || t.data) continue;
+    forEachPiece(t, [&](int64_t first, int64_t count) {
+      piece.resize(static_cast<size_t>(count));
+      t.fill(first, count, piece.data());
+    });
+  }
+}
 
 void writeSafetensors(const std::string& path, const std::vector<NamedTensorView>& tensors,
                       const std::map<std::string, std::string>& metadata, FileDigest* digest) {
@@ -64,8 +85,19 @@ void writeSafetensors(const std::string& path, const std::vector<NamedTensorView
   FileSink sink(path);
   sink.write(len, sizeof len);
   sink.write(header);
-  for (const NamedTensorView& t : tensors)
-    if (t.shape.numel() > 0) sink.write(t.data, static_cast<size_t>(t.shape.numel()) * sizeof(float));
+  std::vector<float> piece;  // a streamed tensor's, one at a time
+  for (const NamedTensorView& t : tensors) {
+    if (t.shape.numel() == 0) continue;
+    if (t.data) {
+      sink.write(t.data, static_cast<size_t>(t.shape.numel()) * sizeof(float));
+      continue;
+    }
+    forEachPiece(t, [&](int64_t first, int64_t count) {
+      piece.resize(static_cast<size_t>(count));
+      t.fill(first, count, piece.data());
+      sink.write(piece.data(), static_cast<size_t>(count) * sizeof(float));
+    });
+  }
   sink.finish();
   if (digest) *digest = sink.digest();
 }

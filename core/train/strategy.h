@@ -19,6 +19,7 @@
 #include "core/config/job_config.h"
 #include "core/nn/gpu_layer_options.h"
 #include "core/train/replica_set.h"
+#include "core/train/safetensors.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
 
@@ -136,6 +137,15 @@ class Strategy {
   // state, from wherever the strategy keeps them, into `params` and
   // `optimizer` (the chief's copies, which the checkpoint writes).
   virtual void collectState(ParamStore& params, Optimizer& optimizer) {}
+  // Whether the optimizer state lives in pieces across the workers (a
+  // sharded run): every rank then takes part in a checkpoint, the state
+  // streamed from its owners (stateViews), and the chief's optimizer holds
+  // none (a resume's chief holds the whole state until attach shares it out).
+  virtual bool shardsState() const { return false; }
+  // The optimizer state as a checkpoint's tensors ("adam_m.fc1.weight"),
+  // each filled piece by piece by a collective (NamedTensorView::fill): the
+  // chief writes them, the others take part (takePartInStreamedWrite).
+  virtual std::vector<NamedTensorView> stateViews(const ParamStore& /*store*/) { return {}; }
   // Every rank, after its last step and before the run's final evaluation
   // and checkpoint: workers at their own pace wait here until every
   // worker's updates are in; lockstep workers have nothing to wait for.

@@ -147,7 +147,10 @@ struct Trainer::Impl {
       replicas->setProfile(opt.profile);
     }
     optimizer = makeOptimizer(job.optimizer);
-    optimizer->init(replicas->store().size(), whole_device);
+    // A sharded run's workers keep their shards of the state (the strategy's);
+    // a resume's chief reads the whole of it, which attach shares out.
+    const bool sharded = strategy->shardsState();
+    optimizer->init(sharded && !(resume && chief()) ? 0 : replicas->store().size(), whole_device);
     optimizer->setDecayMask(weightDecayMask(replicas->store(), job.optimizer));
     loss_scaler = LossScaler(job);
     if (state.loss_scale > 0)  // a checkpoint of an fp16 run (a resume in fp16 goes on from it)
@@ -271,7 +274,8 @@ struct Trainer::Impl {
     if (replicas->buffers().size() > 0)
       strategy->broadcastParameters(replicas->buffers().params().data(), replicas->buffers().size());
     if (strategy->worldSize() == 1) return;
-    for (auto& [name, buffer] : optimizer->stateBuffers())
+    if (!strategy->shardsState())
+      for (auto& [name, buffer] : optimizer->stateBuffers())
       if (buffer->numel() > 0) strategy->broadcastParameters(buffer->data(), buffer->numel());
     LossScaleState scale = loss_scaler.state();
     int64_t where[9] = {state.step, state.epoch, state.position,   last_checkpoint_step, last_eval_step,
@@ -294,7 +298,11 @@ struct Trainer::Impl {
     if (state.step == last_checkpoint_step) return;
     // Collective: before the others leave (workers at their own pace keep the chief's).
     if (strategy->lockstep()) strategy->agreeOnBuffers(replicas->buffers());
+    // A sharded state streams from every worker to the chief's files.
+    std::vector<NamedTensorView> streamed;
+    if (strategy->shardsState()) streamed = strategy->stateViews(replicas->store());
     if (!chief()) {  // the chief writes; the others only keep count
+      takePartInStreamedWrite(streamed);
       last_checkpoint_step = state.step;
       return;
     }
@@ -303,7 +311,8 @@ struct Trainer::Impl {
     state.loss_scale = loss_scaler.enabled() ? scale.scale : 0;
     state.loss_scale_good_steps = scale.good_steps;
     state.skipped_steps = scale.skipped_steps;
-    last_checkpoint = saveCheckpoint(job, state, replicas->store(), replicas->buffers(), *optimizer);
+    last_checkpoint = saveCheckpoint(job, state, replicas->store(), replicas->buffers(), *optimizer,
+                                     strategy->shardsState() ? &streamed : nullptr);
     saveAlgorithms();  // with those an evaluation timed
     if (tensorboard) tensorboard->flush();
     last_checkpoint_step = state.step;

@@ -15,27 +15,12 @@ namespace {
 
 std::string strategy(const std::string& type) { return "[strategy]\ntype = \"" + type + "\"\nworkers = 2\n"; }
 
-void train(const TempDir& dir, const std::string& name, const std::string& job, int steps,
-           const std::vector<std::string>& more = {}) {
-  writeFile(dir / (name + ".toml"), job);
-  std::vector<std::string> args = {"train", dir / (name + ".toml"), "-q", "--set",
-                                   "train.steps=" + std::to_string(steps)};
-  args.insert(args.end(), more.begin(), more.end());
-  const RunResult r = runDtrain(args);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-}
-
-std::string latest(const TempDir& dir, const std::string& name) {
-  return dir / (name + "/checkpoints/latest");
-}
-
 void checkSameTraining(const TempDir& dir, const std::string& a, const std::string& b) {
   CAPTURE(a);
   CAPTURE(b);
   for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
     CAPTURE(file);
-    CHECK(checkpointDifference(latest(dir, a), latest(dir, b), file) <= 1e-5);
+    CHECK(checkpointDifference(latestOf(dir, a), latestOf(dir, b), file) <= 1e-5);
   }
 }
 
@@ -49,16 +34,16 @@ TEST_CASE("central_storage: 2 workers train as mirrored and one process do, with
         clip.empty() ? std::vector<std::string>{} : std::vector<std::string>{"--set", clip};
     const std::string suffix = clip.empty() ? "" : "_clip";
     // One process with two compute threads takes the same global batch in two slices.
-    train(dir, "one" + suffix, smallJob(dir / ("one" + suffix)), 20, more);
-    train(dir, "mirrored" + suffix, oneThread(smallJob(dir / ("mirrored" + suffix), strategy("mirrored"))),
-          20, more);
-    train(dir, "central" + suffix,
-          oneThread(smallJob(dir / ("central" + suffix), strategy("central_storage"))), 20, more);
+    trainNamed(dir, "one" + suffix, smallJob(dir / ("one" + suffix)), 20, more);
+    trainNamed(dir, "mirrored" + suffix,
+               oneThread(smallJob(dir / ("mirrored" + suffix), strategy("mirrored"))), 20, more);
+    trainNamed(dir, "central" + suffix,
+               oneThread(smallJob(dir / ("central" + suffix), strategy("central_storage"))), 20, more);
     checkSameTraining(dir, "central" + suffix, "mirrored" + suffix);
     checkSameTraining(dir, "central" + suffix, "one" + suffix);
   }
   // Clipping made a difference (0.05 is below the gradients' norm early on).
-  CHECK(checkpointDifference(latest(dir, "central_clip"), latest(dir, "central"), "model.safetensors") >
+  CHECK(checkpointDifference(latestOf(dir, "central_clip"), latestOf(dir, "central"), "model.safetensors") >
         1e-4);
 }
 
@@ -75,7 +60,7 @@ TEST_CASE(
     "central_storage: a resume as mirrored, or of mirrored as central_storage, ends where the straight "
     "run does") {
   TempDir dir("cs_resume");
-  train(dir, "straight", oneThread(smallJob(dir / "straight", strategy("central_storage"))), 20);
+  trainNamed(dir, "straight", oneThread(smallJob(dir / "straight", strategy("central_storage"))), 20);
   struct Case {
     std::string name, from, then;
   };

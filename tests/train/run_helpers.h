@@ -184,6 +184,24 @@ inline std::string smallJob(const std::string& run_dir, const std::string& extra
          extra;
 }
 
+// Writes `job` to DIR/NAME.toml and trains it for `steps` steps (quietly,
+// with the `more` arguments); the run must succeed.
+inline void trainNamed(const TempDir& dir, const std::string& name, const std::string& job, int steps,
+                       const std::vector<std::string>& more = {}) {
+  writeFile(dir / (name + ".toml"), job);
+  std::vector<std::string> args = {"train", dir / (name + ".toml"), "-q", "--set",
+                                   "train.steps=" + std::to_string(steps)};
+  args.insert(args.end(), more.begin(), more.end());
+  const RunResult r = runDtrain(args);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
+// The latest checkpoint of the run DIR/NAME (whose job trainNamed wrote).
+inline std::string latestOf(const TempDir& dir, const std::string& name) {
+  return dir / (name + "/checkpoints/latest");
+}
+
 // Runs `train_args` (a `dtrain train` command line) killed by SIGKILL at step
 // `kill_at`, checks that the last checkpoint it left is `left` ("step-00000030"),
 // resumes `run_dir` to the end, and checks that its latest checkpoint holds the

@@ -1,0 +1,222 @@
+#include "strategies/sharded/sharded_strategy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "core/errors.h"
+#include "core/optim/grad_clip.h"
+#include "core/train/step_profile.h"
+#include "core/util/page_release.h"
+#include "strategies/batch_norm_across_workers.h"
+
+namespace dtrain {
+
+namespace {
+
+// The part of `mask` over [begin, end), shifted to start at 0.
+DecayMask maskOfRange(const DecayMask& mask, int64_t begin, int64_t end) {
+  if (mask.all()) return DecayMask{};
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  mask.split(begin, end, [&](int64_t b, int64_t e, bool decays) {
+    if (decays) ranges.emplace_back(b - begin, e - begin);
+  });
+  return DecayMask::ranges(std::move(ranges));
+}
+
+double megabytes(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+}  // namespace
+
+ShardedStrategy::ShardedStrategy(int stage, std::shared_ptr<ProcessGroup> group)
+    : stage_(stage), group_(std::move(group)) {
+  if (stage_ != 1 && stage_ != 2)
+    throw ConfigError("[strategy] stage " + std::to_string(stage_) + " is not built yet; use stage = 1 or 2");
+}
+
+ShardedStrategy::~ShardedStrategy() = default;
+
+void ShardedStrategy::broadcastParameters(float* params, int64_t n) { group_->broadcast(params, n, 0); }
+
+void ShardedStrategy::broadcastFromChief(void* data, int64_t bytes) {
+  group_->broadcastBytes(static_cast<uint8_t*>(data), bytes, 0);
+}
+
+void ShardedStrategy::reduceFigures(double* values, int64_t n) { group_->allReduceSum(values, n); }
+
+void ShardedStrategy::attach(const TrainingParts& parts) {
+  if (!parts.device.isCpu())
+    throw ConfigError(
+        "[strategy] type 'sharded' runs on CPU workers in this build (GPU sharding is not built yet); set "
+        "job.device = \"cpu\", or use 'mirrored' on GPUs");
+  local_ = std::make_unique<LocalStep>(parts, /*record_graphs=*/false);
+  if (worldSize() == 1) return;  // one worker owns everything: it trains as one process does
+  ParamStore& store = parts.replicas->store();
+  plan_ = ShardPlan(store.size(), worldSize());
+  const int64_t begin = plan_.begin(rank()), size = plan_.size(rank());
+  optimizer_ = makeOptimizer(parts.job->optimizer);
+  optimizer_->init(size, parts.device);
+  optimizer_->setDecayMask(maskOfRange(parts.optimizer->decayMask(), begin, begin + size));
+  // This worker's shard of the optimizer state: zeros on a fresh start; a
+  // resume's chief holds the whole state it read and sends each worker its
+  // shard, so no other worker ever holds more than its own.
+  auto whole = parts.optimizer->stateBuffers();
+  auto own = optimizer_->stateBuffers();
+  int64_t resumed = rank() == 0 && !whole.empty() && whole[0].second->numel() == store.size() ? 1 : 0;
+  group_->broadcastBytes(reinterpret_cast<uint8_t*>(&resumed), sizeof resumed, 0);
+  if (resumed) {
+    std::vector<float> passing;  // another worker's shard on its way
+    for (size_t b = 0; b < own.size(); ++b) {
+      if (rank() == 0)
+        std::memcpy(own[b].second->data(), whole[b].second->data(), static_cast<size_t>(size) * 4);
+      for (int r = 1; r < worldSize(); ++r) {
+        float* at = own[b].second->data();
+        if (rank() == 0) {
+          at = whole[b].second->data() + plan_.begin(r);
+        } else if (rank() != r) {
+          passing.resize(static_cast<size_t>(plan_.size(r)));
+          at = passing.data();
+        }
+        group_->broadcast(at, plan_.size(r), 0);
+      }
+    }
+  }
+  parts.optimizer->init(0, parts.device);
+  gradients_ = std::make_unique<GradientSum>(*local_, *group_,
+                                             [this](float* grads, int64_t n) { sumIntoShards(grads, n); });
+}
+
+std::string ShardedStrategy::describeRun() const {
+  if (worldSize() == 1) return local_ ? local_->describe() : "";
+  const ReplicaSet& replicas = *local_->parts().replicas;
+  const int64_t n = plan_.total(), own = plan_.size(rank());
+  int64_t state_floats = 0;
+  for (auto& [name, tensor] : optimizer_->stateBuffers()) state_floats += tensor->numel();
+  char sizes[192];
+  std::snprintf(sizes, sizeof sizes,
+                " (this worker: parameters %.1f MB, gradients %.1f MB, optimizer state %.1f MB)",
+                megabytes(n * 4), megabytes((stage_ == 1 ? n : own) * 4 * replicas.threads()),
+                megabytes(state_floats * 4));
+  return " per worker, " + std::to_string(worldSize()) + " workers, stage " + std::to_string(stage_) +
+         ": optimizer state" + (stage_ >= 2 ? " and gradients" : "") + " sharded" + sizes +
+         ", gradients reduce-scattered " + gradients_->describe() + ", parameters all-gathered after each " +
+         "update, over " + group_->describe();
+}
+
+void ShardedStrategy::sumIntoShards(float* grads, int64_t n) {
+  float* base = local_->parts().replicas->grads().data();
+  const int64_t begin = grads - base, end = begin + n;
+  group_->reduceScatterSum(grads, plan_.countsWithin(begin, end));
+  // What other workers own of the range is theirs to update.
+  const int64_t own_begin = std::max(begin, plan_.begin(rank())), own_end = std::min(end, plan_.end(rank()));
+  auto clear = [&](int64_t b, int64_t e) {
+    if (e <= b) return;
+    if (stage_ >= 2)
+      released_bytes_ += releaseFloats(base, b, e);
+    else
+      std::fill(base + b, base + e, 0.0f);
+  };
+  if (own_end <= own_begin) {
+    clear(begin, end);
+    return;
+  }
+  clear(begin, own_begin);
+  clear(own_end, end);
+}
+
+StepFigures ShardedStrategy::step(const StepInput& in) {
+  if (!local_) throw Error("sharded: step before attach");
+  if (worldSize() == 1) return local_->runAlone(in);
+  // Synchronised statistics need samples in every worker's every
+  // micro-batch; an epoch's last global batch smaller than that is skipped
+  // by all alike.
+  if (gradients_->syncsBatchStats() &&
+      in.batch.global_size < worldSize() * local_->parts().job->train.accumulate)
+    return StepFigures{};
+  released_bytes_ = 0;
+  StepFigures out{gradients_->compute(in), false};
+  ReplicaSet& replicas = *local_->parts().replicas;
+  out.extra.emplace_back("grads_resident_mb",
+                         megabytes(residentBytes(replicas.grads().data(), replicas.grads().numel())));
+  updateShard(in, out);
+  gatherParameters();
+  return out;
+}
+
+void ShardedStrategy::updateShard(const StepInput& in, StepFigures& out) {
+  const TrainingParts& parts = local_->parts();
+  ReplicaSet& replicas = *parts.replicas;
+  float* params = replicas.store().params().data();
+  float* grads = replicas.grads().data();
+  const int64_t begin = plan_.begin(rank()), size = plan_.size(rank());
+  WorkerPool& pool = replicas.pool();
+  auto range = [&](int t) { return WorkerPool::split(size, pool.size(), t, 16); };
+  PhaseSpan span(parts.profile, DevicePhase::Optimizer);
+  float factor = 1.0f;
+  if (parts.job->train.grad_clip_norm > 0 || lossScaled(parts)) {
+    // The global norm: the shards' sums of squares, summed over the workers.
+    std::vector<double> partial(static_cast<size_t>(pool.size()), 0.0);
+    pool.run([&](int t) {
+      auto [b, e] = range(t);
+      partial[static_cast<size_t>(t)] = sumOfSquares(grads + begin, b, e);
+    });
+    double squares = 0;
+    for (double p : partial) squares += p;
+    group_->allReduceSum(&squares, 1);
+    const std::optional<float> f = updateFactor(parts, in, squares, out);
+    if (!f) {  // fp16 overflow: no update, the same decision on every worker
+      std::fill(grads + begin, grads + begin + size, 0.0f);
+      return;
+    }
+    factor = *f;
+  }
+  const StepInfo info{in.lr, in.update};
+  pool.run([&](int t) {
+    auto [b, e] = range(t);
+    if (factor != 1.0f) scale(grads + begin, b, e, factor);
+    optimizer_->update(params + begin, grads + begin, b, e, info);
+    std::fill(grads + begin + b, grads + begin + e, 0.0f);
+  });
+}
+
+void ShardedStrategy::gatherParameters() {
+  PhaseSpan span(local_->parts().profile, DevicePhase::Communication);
+  ReplicaSet& replicas = *local_->parts().replicas;
+  float* params = replicas.store().params().data();
+  // Each shard from its owner, in rank order (the same calls on every worker).
+  for (int r = 0; r < worldSize(); ++r) group_->broadcast(params + plan_.begin(r), plan_.size(r), r);
+  replicas.paramsChangedElsewhere();  // a 16-bit copy is cast again from them
+}
+
+void ShardedStrategy::agreeOnBuffers(ParamStore& buffers) {
+  averageBuffers(*group_, buffers, gradients_ && gradients_->syncsBatchStats());
+}
+
+void ShardedStrategy::streamStatePiece(size_t b, int64_t begin, int64_t count, float* out) {
+  const Tensor& own = *optimizer_->stateBuffers()[b].second;
+  for (int r = 0; r < worldSize(); ++r) {
+    const int64_t pb = std::max(begin, plan_.begin(r)), pe = std::min(begin + count, plan_.end(r));
+    if (pe <= pb) continue;
+    float* dst = out + (pb - begin);
+    if (r == rank()) std::memcpy(dst, own.data() + (pb - plan_.begin(r)), static_cast<size_t>(pe - pb) * 4);
+    group_->broadcast(dst, pe - pb, r);
+  }
+}
+
+std::vector<NamedTensorView> ShardedStrategy::stateViews(const ParamStore& store) {
+  std::vector<NamedTensorView> views;
+  if (!optimizer_) return views;
+  const auto buffers = optimizer_->stateBuffers();
+  for (size_t b = 0; b < buffers.size(); ++b)
+    for (const ParamEntry& e : store.entries()) {
+      NamedTensorView v{buffers[b].first + "." + e.name, e.shape, nullptr};
+      const int64_t offset = e.offset;
+      v.fill = [this, b, offset](int64_t first, int64_t count, float* out) {
+        streamStatePiece(b, offset + first, count, out);
+      };
+      views.push_back(std::move(v));
+    }
+  return views;
+}
+
+}  // namespace dtrain

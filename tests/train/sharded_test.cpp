@@ -1,0 +1,145 @@
+// The sharded strategy (ZeRO stages 1 and 2) through the binary: each worker
+// keeps 1/N of the optimizer state (and, stage 2, of the summed gradients),
+// updates its shard and all-gathers the parameters. Its gradient sums are
+// mirrored's (the same buckets, the same collective: a reduce-scatter is the
+// all-reduce of the bucket here) and AdamW is element by element, so without
+// clipping it trains to mirrored's bits; with clipping the global norm sums
+// the shards' squares in another order, which may move the factor by an ulp.
+// Its checkpoints hold the whole state, so a resume may change the workers,
+// the stage and the strategy.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tests/train/run_helpers.h"
+
+using namespace dtrain::testing;
+
+namespace {
+
+std::string strategy(const std::string& type, int workers, int stage = 0) {
+  return "[strategy]\ntype = \"" + type + "\"\nworkers = " + std::to_string(workers) + "\n" +
+         (stage ? "stage = " + std::to_string(stage) + "\n" : "");
+}
+
+double difference(const TempDir& dir, const std::string& a, const std::string& b, const char* file) {
+  return checkpointDifference(latestOf(dir, a), latestOf(dir, b), file);
+}
+
+}  // namespace
+
+TEST_CASE("sharded: stages 1 and 2 with 2 and 4 workers train to mirrored's bits (AdamW, accumulation)") {
+  TempDir dir("sharded_equal");
+  for (int workers : {2, 4})
+    for (const std::string accumulate : {"1", "2"}) {
+      CAPTURE(workers);
+      CAPTURE(accumulate);
+      const std::vector<std::string> more = {"--set", "train.accumulate=" + accumulate};
+      const std::string tag = std::to_string(workers) + "_" + accumulate;
+      trainNamed(dir, "mirrored" + tag,
+                 oneThread(smallJob(dir / ("mirrored" + tag), strategy("mirrored", workers))), 20, more);
+      for (int stage : {1, 2}) {
+        CAPTURE(stage);
+        const std::string name = "stage" + std::to_string(stage) + "_" + tag;
+        trainNamed(dir, name, oneThread(smallJob(dir / name, strategy("sharded", workers, stage))), 20, more);
+        for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+          CAPTURE(file);
+          const std::string bits = readFile(latestOf(dir, name) + "/" + file);
+          CHECK(bits.size() > 10000);  // AdamW's two moments of 11,492 parameters, or the weights
+          CHECK(bits == readFile(latestOf(dir, "mirrored" + tag) + "/" + file));
+        }
+      }
+    }
+}
+
+TEST_CASE("sharded: clipping by the global norm over the shards equals mirrored's clipping") {
+  TempDir dir("sharded_clip");
+  const std::vector<std::string> clip = {"--set", "train.grad_clip_norm=0.05"};
+  trainNamed(dir, "mirrored", oneThread(smallJob(dir / "mirrored", strategy("mirrored", 2))), 20, clip);
+  trainNamed(dir, "sharded", oneThread(smallJob(dir / "sharded", strategy("sharded", 2, 2))), 20, clip);
+  trainNamed(dir, "unclipped", oneThread(smallJob(dir / "unclipped", strategy("sharded", 2, 2))), 20);
+  // The clip factor is a float from a double sum taken in another order: at
+  // most an ulp (6e-8) apart per step, 20 steps.
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    CAPTURE(file);
+    CHECK(difference(dir, "sharded", "mirrored", file) <= 1e-6);
+  }
+  // 0.05 is below the gradients' norm early on: clipping made a difference.
+  CHECK(difference(dir, "sharded", "unclipped", "model.safetensors") > 1e-4);
+}
+
+TEST_CASE("sharded: the start-up line says what each worker holds") {
+  TempDir dir("sharded_line");
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", strategy("sharded", 2, 2))));
+  const RunResult r = runDtrain({"train", dir / "job.toml", "--set", "train.steps=2"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("2 workers, stage 2: optimizer state and gradients sharded") != std::string::npos);
+}
+
+TEST_CASE(
+    "sharded: 4 workers stage 2 -> 2 workers stage 1 -> one_device -> mirrored, resumed from kills, ends "
+    "where a straight run does") {
+  TempDir dir("sharded_resume");
+  trainNamed(dir, "straight", oneThread(smallJob(dir / "straight", strategy("mirrored", 2))), 30);
+  writeFile(dir / "chain.toml", oneThread(smallJob(dir / "chain", strategy("sharded", 4, 2))));
+  // Killed after steps 9, 16 and 23; the checkpoints are every 7 steps.
+  RunResult r =
+      runDtrain({"train", dir / "chain.toml", "-q", "--set", "train.steps=30", "--fault-kill-at-step", "9"});
+  CHECK(r.exit_code != 0);
+  CHECK(stepDirs(dir / "chain").back() == "step-00000007");
+  const std::vector<std::vector<std::string>> legs = {
+      {"--set", "strategy.workers=2", "--set", "strategy.stage=1", "--fault-kill-at-step", "16"},
+      {"--set", "strategy.type=one_device", "--fault-kill-at-step", "23"},
+      {"--set", "strategy.type=mirrored", "--set", "strategy.workers=2"}};
+  const std::vector<std::string> left = {"step-00000014", "step-00000021", "step-00000030"};
+  for (size_t leg = 0; leg < legs.size(); ++leg) {
+    CAPTURE(leg);
+    std::vector<std::string> args = {"resume", dir / "chain", "-q"};
+    args.insert(args.end(), legs[leg].begin(), legs[leg].end());
+    r = runDtrain(args);
+    INFO(r.output);
+    if (leg + 1 < legs.size())
+      CHECK(r.exit_code != 0);
+    else
+      REQUIRE(r.exit_code == 0);
+    CHECK(stepDirs(dir / "chain").back() == left[leg]);
+  }
+  // The one-process leg sums each global batch's gradient in one slice, the
+  // others over two or four: float rounding of the sums' order.
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    CAPTURE(file);
+    CHECK(difference(dir, "chain", "straight", file) <= 1e-5);
+  }
+}
+
+TEST_CASE("sharded: a checkpoint holds the whole state, which dtrain eval reads as any other") {
+  TempDir dir("sharded_eval");
+  trainNamed(dir, "mirrored", oneThread(smallJob(dir / "mirrored", strategy("mirrored", 2))), 8);
+  trainNamed(dir, "sharded", oneThread(smallJob(dir / "sharded", strategy("sharded", 2, 2))), 8);
+  CHECK(readFile(latestOf(dir, "sharded") + "/optimizer.safetensors") ==
+        readFile(latestOf(dir, "mirrored") + "/optimizer.safetensors"));
+  const RunResult r = runDtrain({"eval", latestOf(dir, "sharded"), "--json"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("\"accuracy\"") != std::string::npos);
+}
+
+TEST_CASE("sharded: stage 3, a GPU and elastic recovery are refused in one line") {
+  TempDir dir("sharded_refused");
+  struct Case {
+    std::string set, says;
+  };
+  for (const Case& c :
+       {Case{"strategy.stage=3", "[strategy] stage 3 (parameters sharded too) is not built yet"},
+        Case{"strategy.stage=0", "[strategy] stage must be"},
+        Case{"job.device=cuda", "'sharded' runs on CPU workers in this build"}}) {
+    CAPTURE(c.set);
+    writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", strategy("sharded", 2, 2))));
+    const RunResult r = runDtrain({"train", dir / "job.toml", "--set", c.set});
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(lineCount(r.output) == 1);
+    CHECK(r.output.find(c.says) != std::string::npos);
+  }
+}
