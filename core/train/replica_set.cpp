@@ -8,6 +8,7 @@
 #include "core/backend/ops.h"
 #include "core/errors.h"
 #include "core/nn/device_layers.h"
+#include "core/util/page_release.h"
 #include "datasets/byte_images.h"
 #include "datasets/micro_batch.h"
 #include "models/model_builder.h"
@@ -306,6 +307,10 @@ void ReplicaSet::sumGradients(int64_t begin, int64_t end) {
       src[i] = 0.0f;
     }
   }
+}
+
+void ReplicaSet::releaseOtherReplicasGradients(int64_t begin, int64_t end) {
+  for (size_t r = 1; r < replicas_.size(); ++r) releaseFloats(replicas_[r].grads.data(), begin, end);
 }
 
 void ReplicaSet::clearGradients() {

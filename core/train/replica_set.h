@@ -141,6 +141,11 @@ class ReplicaSet {
   // in replica order (so the result does not depend on timing), and zeroes
   // theirs for the next step. Ranges may be processed by different threads.
   void sumGradients(int64_t begin, int64_t end);
+  // CPU: the pages of replicas 1..'s gradients [begin, end), zero after
+  // sumGradients, go back to the system (core/util/page_release.h) until
+  // backward writes there again: a sharded run's gradients stay resident
+  // only where they are being computed or owned.
+  void releaseOtherReplicasGradients(int64_t begin, int64_t end);
   // Zeroes every replica's gradient buffer: after a step that failed part way
   // (an elastic run re-forms its group and redoes it).
   void clearGradients();

@@ -92,11 +92,15 @@ std::string ShardedStrategy::describeRun() const {
   const int64_t n = plan_.total(), own = plan_.size(rank());
   int64_t state_floats = 0;
   for (auto& [name, tensor] : optimizer_->stateBuffers()) state_floats += tensor->numel();
-  char sizes[192];
-  std::snprintf(sizes, sizeof sizes,
-                " (this worker: parameters %.1f MB, gradients %.1f MB, optimizer state %.1f MB)",
-                megabytes(n * 4), megabytes((stage_ == 1 ? n : own) * 4 * replicas.threads()),
-                megabytes(state_floats * 4));
+  auto mb = [](int64_t floats) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MB", megabytes(floats * 4));
+    return std::string(text);
+  };
+  const std::string sizes =
+      " (this worker: parameters " + mb(n) + ", gradients " +
+      (stage_ == 1 ? mb(n * replicas.threads()) : mb(own) + " + the buckets in flight") +
+      ", optimizer state " + mb(state_floats) + ")";
   return " per worker, " + std::to_string(worldSize()) + " workers, stage " + std::to_string(stage_) +
          ": optimizer state" + (stage_ >= 2 ? " and gradients" : "") + " sharded" + sizes +
          ", gradients reduce-scattered " + gradients_->describe() + ", parameters all-gathered after each " +
@@ -104,8 +108,10 @@ std::string ShardedStrategy::describeRun() const {
 }
 
 void ShardedStrategy::sumIntoShards(float* grads, int64_t n) {
-  float* base = local_->parts().replicas->grads().data();
+  float* base = local_->parts().replicas->grads().data();  // replica 0's
   const int64_t begin = grads - base, end = begin + n;
+  ReplicaSet& replicas = *local_->parts().replicas;
+  if (stage_ >= 2) replicas.releaseOtherReplicasGradients(begin, end);  // summed into replica 0's already
   group_->reduceScatterSum(grads, plan_.countsWithin(begin, end));
   // What other workers own of the range is theirs to update.
   const int64_t own_begin = std::max(begin, plan_.begin(rank())), own_end = std::min(end, plan_.end(rank()));
