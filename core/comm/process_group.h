@@ -33,6 +33,11 @@ class ProcessGroup {
   // rank r's segment [offset_r, offset_r + counts[r]) of data then holds the
   // sum of that segment. Other segments of data are left unspecified.
   virtual void reduceScatterSum(float* data, const std::vector<int64_t>& counts) = 0;
+  // The reverse, in place: data holds sum(counts) floats; rank r's segment
+  // [offset_r, offset_r + counts[r]) of its data goes to every rank's
+  // (a sharded run's updated shards). The default broadcasts each segment
+  // from its owner.
+  virtual void allGatherInPlace(float* data, const std::vector<int64_t>& counts);
   virtual void barrier() = 0;
 
   // Point to point (a pipeline's stage-to-stage messages). Not collective:

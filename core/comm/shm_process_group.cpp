@@ -96,7 +96,7 @@ void ShmProcessGroup::collective(const std::string& operation, Body&& body) {
 }
 
 template <typename T>
-void ShmProcessGroup::allReduceChunks(T* data, int64_t n) {
+void ShmProcessGroup::allReduceChunks(T* data, int64_t n, int64_t keep_begin, int64_t keep_end) {
   // The phases and why no slot or result part is overwritten while read: see the header.
   const int64_t chunk = options_.slot_bytes / int64_t(sizeof(T));
   T* result = reinterpret_cast<T*>(layout_->result());
@@ -112,7 +112,8 @@ void ShmProcessGroup::allReduceChunks(T* data, int64_t n) {
       sumInOrder(parts.data(), size_, result + begin, end - begin);
     }
     phase();
-    std::memcpy(data + offset, result, bytes);  // C
+    const int64_t from = std::max(offset, keep_begin), to = std::min(offset + m, keep_end);  // C
+    if (to > from) std::memcpy(data + from, result + (from - offset), static_cast<size_t>(to - from) * sizeof(T));
   }
 }
 
@@ -192,10 +193,42 @@ void ShmProcessGroup::allGather(const float* in, int64_t n, float* out) {
 void ShmProcessGroup::reduceScatterSum(float* data, const std::vector<int64_t>& counts) {
   const int64_t total = reduceScatterTotal(counts, size_);
   if (total == 0 || size_ == 1) return;
-  // The all-reduce of the whole buffer: the same two phases per chunk as a
-  // true reduce-scatter would need, with the parts of the sum spread evenly
-  // over the ranks whatever the counts.
-  collective("reduce-scatter of " + elementCountText(total, "floats"), [&] { allReduceChunks(data, total); });
+  // The all-reduce's two phases per chunk (the parts of the sum spread
+  // evenly over the ranks whatever the counts), of which each rank reads
+  // back its own segment alone.
+  int64_t begin = 0;
+  for (int r = 0; r < rank_; ++r) begin += counts[static_cast<size_t>(r)];
+  collective("reduce-scatter of " + elementCountText(total, "floats"), [&] {
+    allReduceChunks(data, total, begin, begin + counts[static_cast<size_t>(rank_)]);
+  });
+}
+
+void ShmProcessGroup::allGatherInPlace(float* data, const std::vector<int64_t>& counts) {
+  const int64_t total = reduceScatterTotal(counts, size_);
+  if (total == 0 || size_ == 1) return;
+  std::vector<int64_t> offsets(static_cast<size_t>(size_), 0);
+  int64_t longest = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r > 0) offsets[static_cast<size_t>(r)] = offsets[static_cast<size_t>(r) - 1] + counts[static_cast<size_t>(r) - 1];
+    longest = std::max(longest, counts[static_cast<size_t>(r)]);
+  }
+  // Round k: every rank puts the k-th chunk of its segment in its slot at
+  // once, then reads the others'.
+  const int64_t chunk = options_.slot_bytes / int64_t(sizeof(float));
+  collective("all-gather of " + elementCountText(total, "floats"), [&] {
+    for (int64_t at = 0; at < longest; at += chunk) {
+      auto part = [&](int r) { return std::max<int64_t>(0, std::min(chunk, counts[static_cast<size_t>(r)] - at)); };
+      if (part(rank_) > 0)
+        std::memcpy(layout_->slot(rank_), data + offsets[static_cast<size_t>(rank_)] + at,
+                    static_cast<size_t>(part(rank_)) * sizeof(float));
+      phase();
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_ && part(r) > 0)
+          std::memcpy(data + offsets[static_cast<size_t>(r)] + at, layout_->slot(r),
+                      static_cast<size_t>(part(r)) * sizeof(float));
+      phase();  // the next writes wait until all have read
+    }
+  });
 }
 
 void ShmProcessGroup::barrier() {

@@ -103,12 +103,16 @@ class ShmProcessGroup : public ProcessGroup {
   void broadcastBytes(uint8_t* data, int64_t n, int root) override;
   void allGather(const float* in, int64_t n, float* out) override;
   void reduceScatterSum(float* data, const std::vector<int64_t>& counts) override;
+  void allGatherInPlace(float* data, const std::vector<int64_t>& counts) override;
   void barrier() override;
   void abandon() override;
 
  private:
+  // The all-reduce of data[0, n), of which this rank reads back only
+  // [keep_begin, keep_end) (all of it for an all-reduce; its own segment
+  // for a reduce-scatter: the same sums, bit for bit).
   template <typename T>
-  void allReduceChunks(T* data, int64_t n);
+  void allReduceChunks(T* data, int64_t n, int64_t keep_begin = 0, int64_t keep_end = INT64_MAX);
   void broadcastChunks(uint8_t* data, int64_t bytes, int root);
   void allGatherChunks(const float* in, int64_t n, float* out);
   // Arrives at the next phase and waits for every rank to.

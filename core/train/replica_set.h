@@ -159,6 +159,8 @@ class ReplicaSet {
   // Replica 0's gradient buffer: after sumGradients, the whole batch's gradient.
   // Whoever consumes it zeroes it again before the next trainStep.
   Tensor& grads() { return replicas_[0].grads; }
+  // Replica t's gradient buffer (t < threads()).
+  const Tensor& replicaGradients(int t) const { return replicas_[static_cast<size_t>(t)].grads; }
 
  private:
   struct Replica {

@@ -82,6 +82,14 @@ void ShardedStrategy::attach(const TrainingParts& parts) {
     }
   }
   parts.optimizer->init(0, parts.device);
+  // Stage 2: the gradient buffers hold pages only where backward writes and
+  // in this worker's shard, from the first step on.
+  if (stage_ >= 2) {
+    ReplicaSet& replicas = *parts.replicas;
+    releaseFloats(replicas.grads().data(), 0, begin);
+    releaseFloats(replicas.grads().data(), begin + size, store.size());
+    replicas.releaseOtherReplicasGradients(0, store.size());
+  }
   gradients_ = std::make_unique<GradientSum>(*local_, *group_,
                                              [this](float* grads, int64_t n) { sumIntoShards(grads, n); });
 }
@@ -113,12 +121,20 @@ void ShardedStrategy::sumIntoShards(float* grads, int64_t n) {
   ReplicaSet& replicas = *local_->parts().replicas;
   if (stage_ >= 2) replicas.releaseOtherReplicasGradients(begin, end);  // summed into replica 0's already
   group_->reduceScatterSum(grads, plan_.countsWithin(begin, end));
+  // The step's gradients are at their most before a bucket's other parts go
+  // (the backward of earlier layers writing meanwhile).
+  int64_t resident = 0;
+  for (int t = 0; t < replicas.threads(); ++t) {
+    const Tensor& g = replicas.replicaGradients(t);
+    resident += residentBytes(g.data(), g.numel());
+  }
+  grads_peak_bytes_ = std::max(grads_peak_bytes_, resident);
   // What other workers own of the range is theirs to update.
   const int64_t own_begin = std::max(begin, plan_.begin(rank())), own_end = std::min(end, plan_.end(rank()));
   auto clear = [&](int64_t b, int64_t e) {
     if (e <= b) return;
     if (stage_ >= 2)
-      released_bytes_ += releaseFloats(base, b, e);
+      releaseFloats(base, b, e);
     else
       std::fill(base + b, base + e, 0.0f);
   };
@@ -139,11 +155,16 @@ StepFigures ShardedStrategy::step(const StepInput& in) {
   if (gradients_->syncsBatchStats() &&
       in.batch.global_size < worldSize() * local_->parts().job->train.accumulate)
     return StepFigures{};
-  released_bytes_ = 0;
+  grads_peak_bytes_ = 0;
   StepFigures out{gradients_->compute(in), false};
   ReplicaSet& replicas = *local_->parts().replicas;
-  out.extra.emplace_back("grads_resident_mb",
-                         megabytes(residentBytes(replicas.grads().data(), replicas.grads().numel())));
+  // What this worker holds of the training state (metrics.jsonl): the
+  // gradients at their most during the step, as the reductions saw them.
+  int64_t state_floats = 0;
+  for (auto& [name, tensor] : optimizer_->stateBuffers()) state_floats += tensor->numel();
+  out.extra.emplace_back("params_mb", megabytes(plan_.total() * 4));
+  out.extra.emplace_back("grads_peak_mb", megabytes(grads_peak_bytes_));
+  out.extra.emplace_back("optimizer_state_mb", megabytes(state_floats * 4));
   updateShard(in, out);
   gatherParameters();
   return out;
@@ -189,8 +210,7 @@ void ShardedStrategy::gatherParameters() {
   PhaseSpan span(local_->parts().profile, DevicePhase::Communication);
   ReplicaSet& replicas = *local_->parts().replicas;
   float* params = replicas.store().params().data();
-  // Each shard from its owner, in rank order (the same calls on every worker).
-  for (int r = 0; r < worldSize(); ++r) group_->broadcast(params + plan_.begin(r), plan_.size(r), r);
+  group_->allGatherInPlace(params, plan_.countsWithin(0, plan_.total()));
   replicas.paramsChangedElsewhere();  // a 16-bit copy is cast again from them
 }
 

@@ -79,7 +79,7 @@ class ShardedStrategy : public Strategy {
   std::unique_ptr<GradientSum> gradients_;
   ShardPlan plan_;
   std::unique_ptr<Optimizer> optimizer_;  // this worker's shard's state
-  int64_t released_bytes_ = 0;            // stage 2: gradient pages handed back this step
+  int64_t grads_peak_bytes_ = 0;          // the gradient buffers' most resident bytes this step
 };
 
 }  // namespace dtrain

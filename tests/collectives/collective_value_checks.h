@@ -83,6 +83,24 @@ inline void checkReduceScatter(ProcessGroup& group, const std::vector<int64_t>& 
                 "reduce-scatter n=" << n << " rank " << group.rank());
 }
 
+// The reverse of checkReduceScatter, in place: every rank ends with every
+// rank's segment; what a rank held outside its own segment is overwritten.
+inline void checkAllGatherInPlace(ProcessGroup& group, const std::vector<int64_t>& counts) {
+  const int64_t n = std::accumulate(counts.begin(), counts.end(), int64_t(0));
+  const int64_t offset = std::accumulate(counts.begin(), counts.begin() + group.rank(), int64_t(0));
+  std::vector<float> data(n, -1.0f);
+  for (int64_t i = offset; i < offset + counts[group.rank()]; ++i) data[i] = contribution(group.rank(), i, 4);
+  group.allGatherInPlace(data.data(), counts);
+  auto owner = [&](int64_t i) {
+    int r = 0;
+    for (int64_t end = counts[0]; i >= end; end += counts[++r]) {
+    }
+    return r;
+  };
+  CHECK_MESSAGE(firstMismatch(data.data(), n, [&](int64_t i) { return contribution(owner(i), i, 4); }) == "",
+                "all-gather in place n=" << n << " rank " << group.rank());
+}
+
 inline void checkNoErrors(const std::vector<std::string>& errors) {
   for (size_t r = 0; r < errors.size(); ++r)
     CHECK_MESSAGE(errors[r] == "", "rank " << r << " of " << errors.size());

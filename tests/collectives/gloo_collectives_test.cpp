@@ -87,7 +87,10 @@ TEST_CASE("gloo reduce-scatter: counts with zeros anywhere, and everything to on
   InMemoryStore store;
   auto errors = runRanks(size, [&](int rank) {
     GlooProcessGroup group(store, rank, size, testOptions());
-    for (const auto& counts : splits) checkReduceScatter(group, counts);
+    for (const auto& counts : splits) {
+      checkReduceScatter(group, counts);
+      checkAllGatherInPlace(group, counts);
+    }
   });
   checkNoErrors(errors);
 }

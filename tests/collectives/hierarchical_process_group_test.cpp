@@ -50,6 +50,7 @@ TEST_CASE("hierarchical group: every collective's exact values, for ranks laid o
       std::vector<int64_t> counts;
       for (int r = 0; r < size; ++r) counts.push_back(100 + 37 * r);
       checkReduceScatter(group, counts);
+      checkAllGatherInPlace(group, counts);
       group.barrier();
     });
     checkNoErrors(errors);

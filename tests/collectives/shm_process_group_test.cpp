@@ -124,7 +124,11 @@ TEST_CASE("shm reduce-scatter: each rank's segment holds its sum, for even and u
   InMemoryStore store;
   auto errors = runRanks(size, [&](int rank) {
     ShmProcessGroup group(store, rank, size, shmTestOptions());
-    for (const auto& counts : splits) checkReduceScatter(group, counts);
+    for (const auto& counts : splits) {
+      checkReduceScatter(group, counts);
+      checkAllGatherInPlace(group, counts);
+      checkAllGatherInPlace(group, counts);
+    }
   });
   checkNoErrors(errors);
 }
