@@ -4,23 +4,22 @@
 
 namespace dtrain {
 
-std::vector<GradientBucket> planGradientBuckets(const Model& model, const ParamStore& store,
-                                                int64_t bucket_bytes, int64_t first_bucket_bytes) {
-  // Entries are registered node by node in model order (Model::registerParams);
-  // find where each node's tensors start.
-  struct NodeRange {
-    int node;
-    int64_t begin;
-  };
-  std::vector<NodeRange> ranges;
+std::vector<NodeParamStart> nodeParamStarts(const Model& model, const ParamStore& store) {
+  std::vector<NodeParamStart> starts;
   const auto& nodes = model.nodes();
   size_t entry = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    size_t count = nodes[i].layer->paramSpecs().size();
+    const size_t count = nodes[i].layer->paramSpecs().size();
     if (count == 0) continue;
-    ranges.push_back(NodeRange{static_cast<int>(i), store.entries().at(entry).offset});
+    starts.push_back(NodeParamStart{static_cast<int>(i), store.entries().at(entry).offset});
     entry += count;
   }
+  return starts;
+}
+
+std::vector<GradientBucket> planGradientBuckets(const Model& model, const ParamStore& store,
+                                                int64_t bucket_bytes, int64_t first_bucket_bytes) {
+  const std::vector<NodeParamStart> ranges = nodeParamStarts(model, store);
 
   // Layer r's gradients are [begin(r), end(r)); a bucket holds whole layers:
   // one that took part of a layer would wait for that layer's backward anyway.

@@ -18,6 +18,14 @@ struct GradientBucket {
   int ready_after_node = 0;
 };
 
+// Where each node's parameters start in the flat layout, for the nodes that
+// have any, in model order (Model::registerParams registers them node by node).
+struct NodeParamStart {
+  int node;
+  int64_t begin;  // floats
+};
+std::vector<NodeParamStart> nodeParamStarts(const Model& model, const ParamStore& store);
+
 // Buckets in the order they become ready (highest offsets first). The first
 // bucket (the last layers) and the last bucket (the first layers) are held to
 // `first_bucket_bytes` (when smaller than `bucket_bytes`): the first so that

@@ -1,5 +1,7 @@
 #include "core/backend/device_memory.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -13,6 +15,16 @@ std::shared_ptr<void> allocateHost(size_t bytes) {
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
+  return std::shared_ptr<void>(p, std::free);
+}
+
+std::shared_ptr<void> allocateHostHugePages(size_t bytes) {
+  constexpr size_t kHugePage = size_t(2) << 20;
+  if (bytes < kHugePage) return allocateHost(bytes);
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (!p) throw std::bad_alloc();
+  madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused, the pages are small ones
   return std::shared_ptr<void>(p, std::free);
 }
 

@@ -19,6 +19,9 @@ namespace dtrain {
 
 // `bytes` of ordinary host memory, 64-byte aligned, freed with the last owner.
 std::shared_ptr<void> allocateHost(size_t bytes);
+// The same, 2 MiB-aligned, with the kernel asked (madvise MADV_HUGEPAGE) to
+// back it with transparent huge pages when it is at least that large.
+std::shared_ptr<void> allocateHostHugePages(size_t bytes);
 // `bytes` of memory on `device` (not the CPU), freed with the last owner.
 std::shared_ptr<void> allocateDeviceMemory(Device device, size_t bytes);
 // Page-locked host memory when the CUDA backend is built and a GPU is

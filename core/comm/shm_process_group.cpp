@@ -113,7 +113,8 @@ void ShmProcessGroup::allReduceChunks(T* data, int64_t n, int64_t keep_begin, in
     }
     phase();
     const int64_t from = std::max(offset, keep_begin), to = std::min(offset + m, keep_end);  // C
-    if (to > from) std::memcpy(data + from, result + (from - offset), static_cast<size_t>(to - from) * sizeof(T));
+    if (to > from)
+      std::memcpy(data + from, result + (from - offset), static_cast<size_t>(to - from) * sizeof(T));
   }
 }
 
@@ -198,9 +199,8 @@ void ShmProcessGroup::reduceScatterSum(float* data, const std::vector<int64_t>& 
   // back its own segment alone.
   int64_t begin = 0;
   for (int r = 0; r < rank_; ++r) begin += counts[static_cast<size_t>(r)];
-  collective("reduce-scatter of " + elementCountText(total, "floats"), [&] {
-    allReduceChunks(data, total, begin, begin + counts[static_cast<size_t>(rank_)]);
-  });
+  collective("reduce-scatter of " + elementCountText(total, "floats"),
+             [&] { allReduceChunks(data, total, begin, begin + counts[static_cast<size_t>(rank_)]); });
 }
 
 void ShmProcessGroup::allGatherInPlace(float* data, const std::vector<int64_t>& counts) {
@@ -209,7 +209,9 @@ void ShmProcessGroup::allGatherInPlace(float* data, const std::vector<int64_t>& 
   std::vector<int64_t> offsets(static_cast<size_t>(size_), 0);
   int64_t longest = 0;
   for (int r = 0; r < size_; ++r) {
-    if (r > 0) offsets[static_cast<size_t>(r)] = offsets[static_cast<size_t>(r) - 1] + counts[static_cast<size_t>(r) - 1];
+    if (r > 0)
+      offsets[static_cast<size_t>(r)] =
+          offsets[static_cast<size_t>(r) - 1] + counts[static_cast<size_t>(r) - 1];
     longest = std::max(longest, counts[static_cast<size_t>(r)]);
   }
   // Round k: every rank puts the k-th chunk of its segment in its slot at
@@ -217,7 +219,9 @@ void ShmProcessGroup::allGatherInPlace(float* data, const std::vector<int64_t>& 
   const int64_t chunk = options_.slot_bytes / int64_t(sizeof(float));
   collective("all-gather of " + elementCountText(total, "floats"), [&] {
     for (int64_t at = 0; at < longest; at += chunk) {
-      auto part = [&](int r) { return std::max<int64_t>(0, std::min(chunk, counts[static_cast<size_t>(r)] - at)); };
+      auto part = [&](int r) {
+        return std::max<int64_t>(0, std::min(chunk, counts[static_cast<size_t>(r)] - at));
+      };
       if (part(rank_) > 0)
         std::memcpy(layout_->slot(rank_), data + offsets[static_cast<size_t>(rank_)] + at,
                     static_cast<size_t>(part(rank_)) * sizeof(float));

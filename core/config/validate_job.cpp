@@ -390,17 +390,28 @@ void checkSharded(const Checker& c, const StrategySection& s, const JobSection& 
              "'sharded' runs on CPU workers in this build (GPU sharding is not built yet); use device = "
              "\"cpu\", or 'mirrored' on GPUs");
   c.intRange("strategy.stage", s.stage, 1, 3);
-  if (s.type == "sharded" && s.stage == 3)
-    c.fail("strategy.stage",
-           "3 (parameters sharded too) is not built yet; use stage = 2 (optimizer state and gradients "
-           "sharded) or 1");
+  if (s.type != "sharded" || s.stage != 3) return;
+  // Stage 3 gathers each layer group as the one compute thread reaches it.
+  if (job.threads > 1)
+    c.failOr("job.threads", "strategy.stage",
+             "must be 1 with stage 3 (a worker gathers each layer's parameters for one compute thread); "
+             "run more workers instead, or use stage = 2");
+  if (job.precision == "bf16" || job.precision == "fp16")
+    c.failOr("job.precision", "strategy.stage",
+             "\"" + job.precision +
+                 "\" is not built for stage 3 yet (the 16-bit copy of the parameters is "
+                 "made whole at each forward's start); use precision = \"fp32\", or stage = 2");
+  if (s.sync_batchnorm)
+    c.failOr("strategy.sync_batchnorm", "strategy.stage",
+             "is not built for stage 3 yet (its statistics would meet the parameter gathers on the same "
+             "collectives); use stage = 2");
 }
 
 void checkStrategy(const Checker& c, const StrategySection& s, const ClusterSection& cluster,
                    bool under_launcher) {
   static const std::vector<std::string> available = {
-      "one_device", "mirrored", "multi_worker_mirrored", "central_storage", "parameter_server", "pipeline",
-      "sharded"};
+      "one_device", "mirrored", "multi_worker_mirrored", "central_storage", "parameter_server",
+      "pipeline",   "sharded"};
   static const std::vector<std::string> planned = {};  // named but not built yet
   for (const std::string& p : planned)
     if (s.type == p) {

@@ -89,6 +89,9 @@ struct LayerContext {
   // Told around each layer's forward and backward (dtrain bench step); null
   // in training.
   class LayerTimer* layer_timer = nullptr;
+  // Told around each node's forward and backward where the parameters are
+  // gathered on demand (core/nn/parameter_gate.h); null: all are in memory.
+  class ParameterGate* parameter_gate = nullptr;
   // backward's part (BackwardPart); All unless the layer splitsBackward().
   BackwardPart backward_part = BackwardPart::All;
   // Generation with a cache (core/train/sequence_decoder.h): >= 0 when a model

@@ -6,6 +6,7 @@
 #include "core/config/suggest.h"
 #include "core/errors.h"
 #include "core/nn/layer_timer.h"
+#include "core/nn/parameter_gate.h"
 #include "core/nn/residual_add_fusion.h"
 
 namespace dtrain {
@@ -341,10 +342,12 @@ void Model::forward(const std::vector<const Tensor*>& inputs, const LayerContext
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (alias_of_[i] >= 0) continue;
     c.layer_index = layer_index_[i];
+    if (ctx.parameter_gate) ctx.parameter_gate->beforeNode(static_cast<int>(i), false);
     if (ctx.layer_timer) ctx.layer_timer->begin(static_cast<int>(i), false);
     nodes_[i].layer->forward(inputsOf(nodes_[i], in), act_[i], c);
     roundIn16Bits(act_[i]);
     if (ctx.layer_timer) ctx.layer_timer->end(static_cast<int>(i), false);
+    if (ctx.parameter_gate) ctx.parameter_gate->afterNode(static_cast<int>(i), false);
   }
   resultsInFloats(n);
 }
@@ -412,6 +415,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
     }
     const bool split = inputs_only && node.layer->splitsBackward();
     c.backward_part = split ? BackwardPart::Inputs : BackwardPart::All;
+    if (ctx.parameter_gate) ctx.parameter_gate->beforeNode(i, true);
     if (ctx.layer_timer) ctx.layer_timer->begin(i, true);
     node.layer->backward(inputsOf(node, in), act_[i], grad_[i], din, c);
     // A 16-bit path stores each input gradient, and each sum of two, in 16 bits.
@@ -423,6 +427,7 @@ void Model::backward(const std::vector<const Tensor*>& inputs, const std::vector
       roundIn16Bits(*target);
     }
     if (ctx.layer_timer) ctx.layer_timer->end(i, true);
+    if (ctx.parameter_gate) ctx.parameter_gate->afterNode(i, true);
     if (ctx.backward_listener && !split) ctx.backward_listener->layerDone(i);
   }
   inputGradientsInFloats(dinputs, input_written);
@@ -437,10 +442,12 @@ void Model::backwardParams(const std::vector<const Tensor*>& inputs, const Layer
       continue;
     c.layer_index = layer_index_[static_cast<size_t>(i)];
     const std::vector<Tensor*> no_din(node.inputs.size(), nullptr);
+    if (ctx.parameter_gate) ctx.parameter_gate->beforeNode(i, true);
     if (ctx.layer_timer) ctx.layer_timer->begin(i, true);
     node.layer->backward(inputsOf(node, inputs), act_[static_cast<size_t>(i)], grad_[static_cast<size_t>(i)],
                          no_din, c);
     if (ctx.layer_timer) ctx.layer_timer->end(i, true);
+    if (ctx.parameter_gate) ctx.parameter_gate->afterNode(i, true);
     if (ctx.backward_listener) ctx.backward_listener->layerDone(i);
   }
 }

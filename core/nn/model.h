@@ -133,6 +133,9 @@ class Model {
   // fused into the batch_norm before it), or -1. A fused add's producer lists
   // the add's other input as its own second input in nodes().
   int aliasOf(size_t i) const { return alias_of_[i]; }
+  // The node whose first parameter node i uses as its weight (weight tying,
+  // Layer::tiedLayer), or -1.
+  int tiedTo(size_t i) const { return tied_to_[i]; }
   // Whether backward computes the gradient of node i's output: only when node i
   // or a node upstream of it has parameters.
   bool needsGradient(size_t i) const { return trained_path_[i]; }

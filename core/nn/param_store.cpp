@@ -21,7 +21,7 @@ void ParamStore::add(const std::string& layer, const ParamSpec& spec) {
 
 void ParamStore::allocate(Device device) {
   // An empty store (a model without buffers) needs no device memory.
-  params_ = Tensor::zeros(Shape{size_}, size_ > 0 ? device : Device::cpu());
+  params_ = Tensor::zerosInHugePages(Shape{size_}, size_ > 0 ? device : Device::cpu());
 }
 
 const ParamEntry* ParamStore::find(const std::string& name) const {

@@ -48,7 +48,7 @@ class ParamStore {
   Tensor& params() { return params_; }
   const Tensor& params() const { return params_; }
   // A zeroed gradient buffer with this store's layout, on the parameters' device.
-  Tensor gradBuffer() const { return Tensor::zeros(Shape{size_}, params_.device()); }
+  Tensor gradBuffer() const { return Tensor::zerosInHugePages(Shape{size_}, params_.device()); }
   Device device() const { return params_.device(); }
   // Views of entry i inside a flat buffer of this layout.
   Tensor view(const Tensor& flat, size_t i) const;

@@ -17,9 +17,12 @@ ops::HalfFormat formatOf(DType t) { return t == DType::F16 ? ops::HalfFormat::Fp
 
 const char* dtypeName(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::BF16: return "bf16";
-    case DType::F16: return "f16";
+    case DType::F32:
+      return "f32";
+    case DType::BF16:
+      return "bf16";
+    case DType::F16:
+      return "f16";
   }
   return "?";
 }
@@ -49,6 +52,17 @@ Tensor Tensor::pinned(const Shape& shape) {
 
 Tensor Tensor::zeros(const Shape& shape, Device device, DType dtype) {
   Tensor t = empty(shape, device, dtype);
+  t.zero();
+  return t;
+}
+
+Tensor Tensor::zerosInHugePages(const Shape& shape, Device device) {
+  if (!device.isCpu()) return zeros(shape, device);
+  Tensor t;
+  t.shape_ = shape;
+  t.device_ = device;
+  t.storage_ = allocateHostHugePages(t.bytes());
+  t.data_ = t.storage_.get();
   t.zero();
   return t;
 }
@@ -111,8 +125,8 @@ void Tensor::fill(float v) {
 void Tensor::copyFrom(const Tensor& src) {
   if (src.numel() != numel()) throw ShapeError("copy of " + src.shape_.str() + " into " + shape_.str());
   if (src.dtype_ != dtype_)
-    throw ShapeError(std::string("copy of a ") + dtypeName(src.dtype_) + " tensor into a " + dtypeName(dtype_) +
-                     " one");
+    throw ShapeError(std::string("copy of a ") + dtypeName(src.dtype_) + " tensor into a " +
+                     dtypeName(dtype_) + " one");
   if (numel() == 0) return;
   const size_t bytes = this->bytes();
   if (device_.isCpu() && src.device_.isCpu())
@@ -126,8 +140,8 @@ void Tensor::add(const Tensor& src) {
   if (!(src.device_ == device_))
     throw Error("sum of a tensor on " + src.device_.str() + " into one on " + device_.str());
   if (src.dtype_ != dtype_)
-    throw ShapeError(std::string("sum of a ") + dtypeName(src.dtype_) + " tensor into a " + dtypeName(dtype_) +
-                     " one");
+    throw ShapeError(std::string("sum of a ") + dtypeName(src.dtype_) + " tensor into a " +
+                     dtypeName(dtype_) + " one");
   if (dtype_ != DType::F32) {
     if (!device_.isCpu()) {
       addDeviceMemory16(data_, src.data_, dtype_, numel(), device_);

@@ -255,6 +255,7 @@ void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, floa
     ctx.backward_listener = start + len == end ? listener : nullptr;
     StepProfile* profile = training && t == 0 ? profile_ : nullptr;  // replica 0 speaks for the others
     ctx.layer_timer = profile;
+    ctx.parameter_gate = gate_;
     const Tensor& logits = r.model->forward(input, ctx);
     const int64_t rows = len * labels_per_sample_;
     Tensor dlogits = r.dlogits.narrow(0, rows).reshape(logits.shape());
@@ -280,8 +281,14 @@ void ReplicaSet::runSlice(const Batch& batch, bool training, uint64_t seed, floa
     r.figures.samples += counted;
     if (training) r.model->backward(input, dlogits, ctx);
   }
-  if (training && listener && begin == end) {  // nothing to compute: its gradients stay zero
-    for (int i = static_cast<int>(r.model->nodes().size()) - 1; i >= 0; --i) listener->layerDone(i);
+  if (training && begin == end) {  // nothing to compute: its gradients stay zero
+    const int nodes = static_cast<int>(r.model->nodes().size());
+    if (gate_) {  // the gathers every rank takes part in, forward then backward
+      for (int i = 0; i < nodes; ++i) gate_->beforeNode(i, false), gate_->afterNode(i, false);
+      for (int i = nodes - 1; i >= 0; --i) gate_->beforeNode(i, true), gate_->afterNode(i, true);
+    }
+    if (listener)
+      for (int i = nodes - 1; i >= 0; --i) listener->layerDone(i);
   }
 }
 

@@ -27,6 +27,7 @@
 #include "core/nn/layer_registry.h"
 #include "core/nn/model.h"
 #include "core/nn/param_store.h"
+#include "core/nn/parameter_gate.h"
 #include "core/train/batch_stats_reducer.h"
 #include "core/train/step_profile.h"
 #include "core/util/worker_pool.h"
@@ -94,6 +95,11 @@ class ReplicaSet {
   void paramsChangedElsewhere() {
     for (Replica& r : replicas_) r.model->paramsChangedElsewhere();
   }
+  // Passes gather the parameters each node reads through `gate` (a sharded
+  // run's stage 3; one replica); null: all are in memory. A replica with no
+  // samples in a training pass still goes through the gate node by node, so
+  // that every rank takes part in the same gathers.
+  void setParameterGate(ParameterGate* gate) { gate_ = gate; }
   // Times replica 0's layers, the batch's copy and the loss in training
   // passes (dtrain bench step); null: nothing is timed.
   void setProfile(StepProfile* profile) { profile_ = profile; }
@@ -191,6 +197,7 @@ class ReplicaSet {
   std::unique_ptr<StatsReducer> rank_stats_;  // GPU with sync across ranks
   float label_smoothing_ = 0.0f;
   StepProfile* profile_ = nullptr;
+  ParameterGate* gate_ = nullptr;
   std::vector<Replica> replicas_;
   int64_t capacity_;  // samples per replica per pass
   int64_t classes_;

@@ -9,6 +9,7 @@
 #include "core/train/step_profile.h"
 #include "core/util/page_release.h"
 #include "strategies/batch_norm_across_workers.h"
+#include "strategies/sharded/layer_groups.h"
 
 namespace dtrain {
 
@@ -30,8 +31,8 @@ double megabytes(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20);
 
 ShardedStrategy::ShardedStrategy(int stage, std::shared_ptr<ProcessGroup> group)
     : stage_(stage), group_(std::move(group)) {
-  if (stage_ != 1 && stage_ != 2)
-    throw ConfigError("[strategy] stage " + std::to_string(stage_) + " is not built yet; use stage = 1 or 2");
+  if (stage_ < 1 || stage_ > 3)
+    throw ConfigError("[strategy] stage must be 1, 2 or 3 (got " + std::to_string(stage_) + ")");
 }
 
 ShardedStrategy::~ShardedStrategy() = default;
@@ -90,8 +91,26 @@ void ShardedStrategy::attach(const TrainingParts& parts) {
     releaseFloats(replicas.grads().data(), begin + size, store.size());
     replicas.releaseOtherReplicasGradients(0, store.size());
   }
+  if (stage_ == 3) {
+    attachStageThree(parts);
+    return;
+  }
   gradients_ = std::make_unique<GradientSum>(*local_, *group_,
                                              [this](float* grads, int64_t n) { sumIntoShards(grads, n); });
+}
+
+void ShardedStrategy::attachStageThree(const TrainingParts& parts) {
+  ReplicaSet& replicas = *parts.replicas;
+  if (replicas.threads() != 1)
+    throw ConfigError("[strategy] stage 3 needs one compute thread per worker, this one has " +
+                      std::to_string(replicas.threads()) + "; set job.threads = 1 (and more workers)");
+  const auto group_bytes = static_cast<int64_t>(parts.job->strategy.bucket_mb * (1 << 20));
+  float* grads = replicas.grads().data();
+  gathered_ = std::make_unique<GatheredParameters>(
+      *group_, plan_, replicas.store().params().data(),
+      planLayerGroups(replicas.model(), replicas.store(), group_bytes),
+      [this, grads](int64_t begin, int64_t end) { sumIntoShards(grads + begin, end - begin); });
+  replicas.setParameterGate(gathered_.get());
 }
 
 std::string ShardedStrategy::describeRun() const {
@@ -105,14 +124,23 @@ std::string ShardedStrategy::describeRun() const {
     std::snprintf(text, sizeof text, "%.1f MB", megabytes(floats * 4));
     return std::string(text);
   };
-  const std::string sizes =
-      " (this worker: parameters " + mb(n) + ", gradients " +
-      (stage_ == 1 ? mb(n * replicas.threads()) : mb(own) + " + the buckets in flight") +
-      ", optimizer state " + mb(state_floats) + ")";
-  return " per worker, " + std::to_string(worldSize()) + " workers, stage " + std::to_string(stage_) +
-         ": optimizer state" + (stage_ >= 2 ? " and gradients" : "") + " sharded" + sizes +
-         ", gradients reduce-scattered " + gradients_->describe() + ", parameters all-gathered after each " +
-         "update, over " + group_->describe();
+  const std::string in_flight = stage_ == 3 ? " + the groups in use" : " + the buckets in flight";
+  const std::string sizes = " (this worker: parameters " + (stage_ == 3 ? mb(own) + in_flight : mb(n)) +
+                            ", gradients " +
+                            (stage_ == 1 ? mb(n * replicas.threads()) : mb(own) + in_flight) +
+                            ", optimizer state " + mb(state_floats) + ")";
+  const std::string what = stage_ == 1   ? "optimizer state"
+                           : stage_ == 2 ? "optimizer state and gradients"
+                                         : "optimizer state, gradients and parameters";
+  const std::string how =
+      gathered_
+          ? ", parameters all-gathered in " + std::to_string(gathered_->groups().groups.size()) +
+                " layer groups as the passes reach them (one ahead), gradients reduce-scattered by group in "
+                "the last backward"
+          : ", gradients reduce-scattered " + gradients_->describe() +
+                ", parameters all-gathered after each update";
+  return " per worker, " + std::to_string(worldSize()) + " workers, stage " + std::to_string(stage_) + ": " +
+         what + " sharded" + sizes + how + ", over " + group_->describe();
 }
 
 void ShardedStrategy::sumIntoShards(float* grads, int64_t n) {
@@ -152,22 +180,37 @@ StepFigures ShardedStrategy::step(const StepInput& in) {
   // Synchronised statistics need samples in every worker's every
   // micro-batch; an epoch's last global batch smaller than that is skipped
   // by all alike.
-  if (gradients_->syncsBatchStats() &&
+  if (gradients_ && gradients_->syncsBatchStats() &&
       in.batch.global_size < worldSize() * local_->parts().job->train.accumulate)
     return StepFigures{};
   grads_peak_bytes_ = 0;
-  StepFigures out{gradients_->compute(in), false};
-  ReplicaSet& replicas = *local_->parts().replicas;
+  StepFigures out{gradients_ ? gradients_->compute(in) : gatherAndCompute(in), false};
   // What this worker holds of the training state (metrics.jsonl): the
-  // gradients at their most during the step, as the reductions saw them.
+  // parameters and gradients at their most during the step, as the
+  // gathers and reductions saw them.
   int64_t state_floats = 0;
   for (auto& [name, tensor] : optimizer_->stateBuffers()) state_floats += tensor->numel();
-  out.extra.emplace_back("params_mb", megabytes(plan_.total() * 4));
+  out.extra.emplace_back("params_mb",
+                         megabytes(gathered_ ? gathered_->peakResidentBytes() : plan_.total() * 4));
   out.extra.emplace_back("grads_peak_mb", megabytes(grads_peak_bytes_));
   out.extra.emplace_back("optimizer_state_mb", megabytes(state_floats * 4));
   updateShard(in, out);
-  gatherParameters();
+  if (!gathered_) gatherParameters();  // stage 3 gathers them layer group by group in the next passes
   return out;
+}
+
+BatchFigures ShardedStrategy::gatherAndCompute(const StepInput& in) {
+  gathered_->beginStep(local_->parts().job->train.accumulate);
+  BatchFigures f;
+  try {
+    f = local_->computeGradients(in, nullptr);
+  } catch (...) {
+    gathered_->cancel();
+    throw;
+  }
+  PhaseSpan span(local_->parts().profile, DevicePhase::Communication);  // what the passes did not hide
+  gathered_->finish();
+  return f;
 }
 
 void ShardedStrategy::updateShard(const StepInput& in, StepFigures& out) {
@@ -216,6 +259,8 @@ void ShardedStrategy::gatherParameters() {
 
 void ShardedStrategy::agreeOnBuffers(ParamStore& buffers) {
   averageBuffers(*group_, buffers, gradients_ && gradients_->syncsBatchStats());
+  // Evaluation and checkpoints read the parameters whole, until the next step.
+  if (gathered_ && !gathered_->whole()) gathered_->gatherAll();
 }
 
 void ShardedStrategy::streamStatePiece(size_t b, int64_t begin, int64_t count, float* out) {

@@ -37,6 +37,7 @@
 #include "core/train/local_step.h"
 #include "core/train/strategy.h"
 #include "strategies/gradient_sum.h"
+#include "strategies/sharded/gathered_parameters.h"
 #include "strategies/sharded/shard_plan.h"
 
 namespace dtrain {
@@ -69,6 +70,10 @@ class ShardedStrategy : public Strategy {
   void updateShard(const StepInput& in, StepFigures& out);
   // Every worker's updated shard to every worker.
   void gatherParameters();
+  // Stage 3: the parameters gathered layer group by layer group in the
+  // passes (GatheredParameters), which also reduce-scatter the gradients.
+  void attachStageThree(const TrainingParts& parts);
+  BatchFigures gatherAndCompute(const StepInput& in);
   // State buffer `b`'s floats [begin, begin + count) of the flat layout
   // into `out` on every worker, each part broadcast by its owner.
   void streamStatePiece(size_t b, int64_t begin, int64_t count, float* out);
@@ -76,7 +81,8 @@ class ShardedStrategy : public Strategy {
   int stage_;
   std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<LocalStep> local_;
-  std::unique_ptr<GradientSum> gradients_;
+  std::unique_ptr<GradientSum> gradients_;        // stages 1 and 2
+  std::unique_ptr<GatheredParameters> gathered_;  // stage 3
   ShardPlan plan_;
   std::unique_ptr<Optimizer> optimizer_;  // this worker's shard's state
   int64_t grads_peak_bytes_ = 0;          // the gradient buffers' most resident bytes this step
