@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/memory_check.h"
 #include "cli/model_summary.h"
 #include "cli/tf_config_report.h"
 #include "core/backend/cpu/cpu_level.h"
@@ -50,6 +51,7 @@ int runCheck(const CheckArgs& args) {
     if (const std::string cpu_precision = describeCpuPrecision(job.job); !cpu_precision.empty())
       std::printf("# %s\n", cpu_precision.c_str());
   std::printf("# model\n%s", modelSummary(*model).c_str());
+  std::printf("%s", describeMemoryPlan(job, *model).c_str());
   if (job.strategy.type == "parameter_server") {
     ParamStore store;
     model->registerParams(store);

@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/distributed_run.h"
+#include "cli/memory_check.h"
 #include "cli/run_report.h"
 #include "core/config/job_to_toml.h"
 #include "core/config/launch_env.h"
@@ -172,6 +173,7 @@ int runResume(const ResumeArgs& args) {
   from.job = changedJob(saved, args);
   validateResumedJob(from.job, args.run_dir);
   noteExecutionChange(saved, from.job, args.quiet);
+  checkMemoryBeforeStart(from.job);
   // The checkpoint directory, not RUN_DIR: rank 0 reads the one checked here.
   if (isMultiProcess(from.job))
     return runHostProcesses(from.job, workerCommand(from.checkpoint.dir, from.job), options, node);

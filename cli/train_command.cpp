@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/distributed_run.h"
+#include "cli/memory_check.h"
 #include "cli/run_report.h"
 #include "core/config/local_node.h"
 #include "core/config/parse_job.h"
@@ -51,8 +52,9 @@ int runTrain(const TrainArgs& args) {
   if (auto code =
           runUnderLauncher(job, nullptr, options, [&] { prepareRunDir(job.job.run_dir, args.overwrite); }))
     return *code;
-  // A pipeline's stages are checked against the model before any process starts.
+  // A pipeline's stages, and every worker's memory, are checked before any process starts.
   if (job.strategy.type == "pipeline") pipeline::planPipelineJob(job, false);
+  checkMemoryBeforeStart(job);
   if (isMultiProcess(job)) {
     // Only node 0 writes the run directory, so only it may prepare (and with
     // --overwrite empty) it: on a shared filesystem another host doing so would

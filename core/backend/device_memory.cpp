@@ -10,6 +10,12 @@
 
 namespace dtrain {
 
+namespace {
+
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+
+}  // namespace
+
 std::shared_ptr<void> allocateHost(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
@@ -19,13 +25,25 @@ std::shared_ptr<void> allocateHost(size_t bytes) {
 }
 
 std::shared_ptr<void> allocateHostHugePages(size_t bytes) {
-  constexpr size_t kHugePage = size_t(2) << 20;
-  if (bytes < kHugePage) return allocateHost(bytes);
-  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = std::aligned_alloc(kHugePage, rounded);
-  if (!p) throw std::bad_alloc();
+  if (bytes < kHugePageBytes) {
+    std::shared_ptr<void> small = allocateHost(bytes);
+    std::memset(small.get(), 0, bytes);
+    return small;
+  }
+  // A mapping of its own, trimmed to a 2 MiB boundary: its pages read as
+  // zeros and cost nothing until first written.
+  const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  void* raw =
+      mmap(nullptr, rounded + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t end = start + rounded + kHugePageBytes;
+  if (end > aligned + rounded) munmap(reinterpret_cast<void*>(aligned + rounded), end - (aligned + rounded));
+  void* p = reinterpret_cast<void*>(aligned);
   madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused, the pages are small ones
-  return std::shared_ptr<void>(p, std::free);
+  return std::shared_ptr<void>(p, [rounded](void* q) { munmap(q, rounded); });
 }
 
 std::shared_ptr<void> allocateDeviceMemory(Device device, size_t bytes) {

@@ -19,8 +19,9 @@ namespace dtrain {
 
 // `bytes` of ordinary host memory, 64-byte aligned, freed with the last owner.
 std::shared_ptr<void> allocateHost(size_t bytes);
-// The same, 2 MiB-aligned, with the kernel asked (madvise MADV_HUGEPAGE) to
-// back it with transparent huge pages when it is at least that large.
+// Zeroed host memory; from 2 MiB up a mapping of its own, 2 MiB-aligned,
+// whose pages cost nothing until first written, the kernel asked (madvise
+// MADV_HUGEPAGE) to back it with transparent huge pages.
 std::shared_ptr<void> allocateHostHugePages(size_t bytes);
 // `bytes` of memory on `device` (not the CPU), freed with the last owner.
 std::shared_ptr<void> allocateDeviceMemory(Device device, size_t bytes);

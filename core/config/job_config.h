@@ -27,6 +27,10 @@ struct JobSection {
   // products; on the CPU a reference path (the fp32 kernels on values
   // rounded to the format).
   std::string precision = "fp32";
+  // The memory one worker process may use, in MB: a run that would need
+  // more (strategies/worker_memory.h) is refused before it starts. 0: the
+  // memory cgroup's limit when one is set, else none.
+  double memory_limit_mb = 0;
   // precision = "bf16" on the CPU: "auto" takes the AVX512-BF16 level where
   // the CPU has it and the reference path elsewhere, saying which at start;
   // "require" refuses to start on a host whose CPU kernels lack AVX512-BF16.

@@ -22,6 +22,7 @@ const std::vector<JobField>& jobFields() {
       DTRAIN_JOB_FIELD(job, threads),
       DTRAIN_JOB_FIELD(job, device),
       DTRAIN_JOB_FIELD(job, precision),
+      DTRAIN_JOB_FIELD(job, memory_limit_mb),
       DTRAIN_JOB_FIELD(job, cpu_bf16),
       DTRAIN_JOB_FIELD(job, deterministic),
       DTRAIN_JOB_FIELD(job, gpu_workspace_mb),

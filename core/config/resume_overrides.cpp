@@ -123,7 +123,7 @@ std::string differenceMessage(const std::string& section, const std::string& key
 bool changeableOnResume(const std::string& section, const std::string& key) {
   if (section == "strategy" || section == "cluster") return true;
   if (section == "job")  // where and how the steps run, on which device and with which GPU algorithms
-    return key == "threads" || key == "device" || key == "precision" || key == "cpu_bf16" || key == "deterministic" ||
+    return key == "threads" || key == "device" || key == "precision" || key == "memory_limit_mb" || key == "cpu_bf16" || key == "deterministic" ||
            key == "gpu_workspace_mb" || key == "cuda_graphs";
   if (section == "data")  // how, not what, is loaded
     return key == "loader_threads" || key == "prefetch" || key == "device_cache_mb";

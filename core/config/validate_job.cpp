@@ -100,6 +100,10 @@ void checkJobSection(const Checker& c, const JobSection& s) {
   c.oneOf("job.precision", s.precision, {"fp32", "tf32", "bf16", "fp16"});
   c.oneOf("job.cpu_bf16", s.cpu_bf16, {"auto", "require"});
   c.intRange("job.gpu_workspace_mb", s.gpu_workspace_mb, 1, 65536);
+  c.finite("job.memory_limit_mb", s.memory_limit_mb);
+  if (s.memory_limit_mb < 0)
+    c.fail("job.memory_limit_mb",
+           "must be >= 0 (0: the memory cgroup's limit, if any)" + Checker::got(s.memory_limit_mb));
 }
 
 void checkLayers(const std::vector<LayerSpec>& layers) {

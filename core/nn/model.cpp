@@ -267,26 +267,42 @@ void Model::bind(const ParamStore& store, Tensor grads, int64_t capacity, const 
   allocateActivations();
 }
 
-void Model::allocateActivations() {
-  const Device device = bound_grads_.device();
-  const DType dtype = activationDType();
-  const int64_t capacity = capacity_;
-  act_storage_.clear();
-  grad_storage_.clear();
-  int64_t scratch = 0;
-  size_t slots = 0;
-  for (const Node& n : nodes_) slots = std::max(slots, n.inputs.size());
+Model::ActivationPlan Model::planActivations(int64_t capacity) const {
+  ActivationPlan plan;
+  for (const Node& n : nodes_) plan.slots = std::max(plan.slots, n.inputs.size());
   // A cut input read by several layers sums their gradients through scratch too.
   std::vector<int> input_readers(cut_inputs_.size(), 0);
   for (const Node& n : nodes_)
     for (int in : n.inputs)
       if (in < 0) ++input_readers[static_cast<size_t>(-1 - in)];
   for (size_t k = 0; k < cut_inputs_.size(); ++k)
-    if (input_readers[k] > 1) scratch = std::max(scratch, cut_inputs_[k].shape.withBatch(capacity).numel());
+    if (input_readers[k] > 1)
+      plan.scratch = std::max(plan.scratch, cut_inputs_[k].shape.withBatch(capacity).numel());
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    Shape s = nodes_[i].out_shape.withBatch(capacity);
+    plan.shapes.push_back(nodes_[i].out_shape.withBatch(capacity));
     // Also a fused relu's result may be read by several layers (a residual input).
-    if (consumers_[i] > 1) scratch = std::max(scratch, s.numel());
+    if (consumers_[i] > 1) plan.scratch = std::max(plan.scratch, plan.shapes.back().numel());
+  }
+  return plan;
+}
+
+int64_t Model::plannedActivationBytes(int64_t capacity) const {
+  const ActivationPlan plan = planActivations(capacity);
+  const auto element = static_cast<int64_t>(elementSize(activationDType()));
+  int64_t elements = plan.scratch * static_cast<int64_t>(plan.slots);
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (alias_of_[i] < 0) elements += 2 * plan.shapes[i].numel();
+  return elements * element;
+}
+
+void Model::allocateActivations() {
+  const Device device = bound_grads_.device();
+  const DType dtype = activationDType();
+  const ActivationPlan plan = planActivations(capacity_);
+  act_storage_.clear();
+  grad_storage_.clear();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Shape& s = plan.shapes[i];
     if (alias_of_[i] >= 0) {
       act_storage_.push_back(act_storage_[alias_of_[i]].reshape(s));
       grad_storage_.push_back(grad_storage_[alias_of_[i]].reshape(s));
@@ -296,7 +312,8 @@ void Model::allocateActivations() {
     grad_storage_.push_back(Tensor::empty(s, device, dtype));
   }
   scratch_storage_.clear();
-  for (size_t k = 0; k < slots; ++k) scratch_storage_.push_back(Tensor::empty(Shape{scratch}, device, dtype));
+  for (size_t k = 0; k < plan.slots; ++k)
+    scratch_storage_.push_back(Tensor::empty(Shape{plan.scratch}, device, dtype));
   act_ = act_storage_;
   grad_ = grad_storage_;
 }

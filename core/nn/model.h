@@ -146,8 +146,20 @@ class Model {
   // The activations and their gradients bind() allocated (shared ones once):
   // what the model holds per batch of `capacity` samples.
   int64_t activationBytes() const;
+  // The same before bind(), for a batch of `capacity` samples: what bind
+  // would allocate (a prediction: layers' own workspaces are not in it).
+  int64_t plannedActivationBytes(int64_t capacity) const;
 
  private:
+  // What allocateActivations makes for `capacity` samples: each node's
+  // activation and gradient (none for an alias), and `slots` scratch
+  // tensors of `scratch` elements.
+  struct ActivationPlan {
+    std::vector<Shape> shapes;
+    int64_t scratch = 0;
+    size_t slots = 0;
+  };
+  ActivationPlan planActivations(int64_t capacity) const;
   std::vector<const Tensor*> inputsOf(const Node& node, const std::vector<const Tensor*>& inputs) const;
   // backward's second pass (BackwardPart::Params): the parameter gradients
   // of the layers that split their backward.

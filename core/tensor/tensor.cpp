@@ -61,9 +61,8 @@ Tensor Tensor::zerosInHugePages(const Shape& shape, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.device_ = device;
-  t.storage_ = allocateHostHugePages(t.bytes());
+  t.storage_ = allocateHostHugePages(t.bytes());  // zeroed
   t.data_ = t.storage_.get();
-  t.zero();
   return t;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/train/gpt_jobs.h"
+#include "tests/train/memory_cgroup.h"
 #include "tests/train/run_helpers.h"
 
 using namespace dtrain::testing;
@@ -197,4 +198,79 @@ TEST_CASE("sharded: what is not built is refused in one line naming the keys") {
     CHECK(lineCount(r.output) == 1);
     CHECK(r.output.find(c.says) != std::string::npos);
   }
+}
+
+namespace {
+
+// An mlp of 16 layers of 512 (4.0M parameters, layer groups of one layer at
+// bucket_mb = 1): AdamW's state whole is 64 MB a worker; the activations of
+// 8 samples are small.
+std::string memoryJob(const std::string& run_dir, const std::string& strategy_table,
+                      const std::string& hidden =
+                          "[512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, "
+                          "512, 512, 512, 512]") {
+  return "[job]\nname = \"mem\"\nrun_dir = \"" + run_dir +
+         "\"\nseed = 3\nthreads = 1\n"
+         "[model]\npreset = \"mlp\"\nhidden = " +
+         hidden +
+         "\n"
+         "[data]\ndataset = \"synthetic\"\ntrain_samples = 64\ntest_samples = 16\nshape = [1, 16, 16]\n"
+         "classes = 4\n[train]\nsteps = 3\nbatch_size = 8\ncheckpoint_every_steps = 0\n"
+         "[optimizer]\ntype = \"adamw\"\nlr = 0.001\n" +
+         strategy_table + "bucket_mb = 1\n";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sharded: dtrain check predicts each worker's memory, and a job over its limit is refused in one line") {
+  TempDir dir("sharded_memory");
+  writeFile(dir / "mirrored.toml", memoryJob(dir / "mirrored", strategy("mirrored", 2)));
+  writeFile(dir / "stage3.toml", memoryJob(dir / "stage3", strategy("sharded", 2, 3)));
+  // Predicted per worker, n = 4,073,476: mirrored 4n + 4n + 8n; stage 3
+  // 4n/2 + 4n/2 + 8n/2, parameters and gradients with the two largest layer
+  // groups in flight (the first two layers together, 394,240 floats, and one
+  // of 262,656).
+  RunResult r = runDtrain({"check", dir / "mirrored.toml"});
+  INFO(r.output);
+  CHECK(r.output.find("# memory per worker (2 workers x 1 thread): parameters 15.5 MB, gradients 15.5 MB, "
+                      "optimizer state 31.1 MB") != std::string::npos);
+  r = runDtrain({"check", dir / "stage3.toml"});
+  CHECK(r.output.find("parameters 10.3 MB, gradients 10.3 MB, optimizer state 15.5 MB") != std::string::npos);
+  // 50 MB a worker: mirrored's state alone is more; stage 3's fits.
+  r = runDtrain({"train", dir / "mirrored.toml", "--set", "job.memory_limit_mb=50"});
+  CHECK(r.exit_code == 2);
+  CHECK(lineCount(r.output) == 1);
+  CHECK(r.output.find("more than its memory limit of 50.0 MB; [strategy] type = \"sharded\" with stage = ") !=
+        std::string::npos);
+  r = runDtrain({"train", dir / "stage3.toml", "-q", "--set", "job.memory_limit_mb=50"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("sharded: under a memory cgroup's limit mirrored cannot fit, stage 3 trains to the end") {
+  // 16 layers of 1024 (16.0M parameters): mirrored's state is 245 MB a
+  // worker, stage 3's 139 MB (dtrain check); a worker process measured 290 MB
+  // at its peak as mirrored, 201 MB as stage 3 (its parameters whole at the
+  // start and for the final evaluation). 470 MB for two workers and their host.
+  MemoryCgroup cgroup(470ll << 20);
+  if (!cgroup.made()) {
+    MESSAGE("skipped: no memory cgroup could be made here (needs root and a memory controller)");
+    return;
+  }
+  TempDir dir("sharded_cgroup");
+  std::string hidden = "[1024";
+  for (int i = 1; i < 16; ++i) hidden += ", 1024";
+  hidden += "]";
+  writeFile(dir / "mirrored.toml", memoryJob(dir / "mirrored", strategy("mirrored", 2), hidden));
+  writeFile(dir / "stage3.toml", memoryJob(dir / "stage3", strategy("sharded", 2, 3), hidden));
+  RunResult r = runDtrain({"train", dir / "mirrored.toml"}, cgroup.prefix());
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(lineCount(r.output) == 1);
+  CHECK(r.output.find("more than its memory limit of 235.0 MB") != std::string::npos);
+  r = runDtrain({"train", dir / "stage3.toml", "-q"}, cgroup.prefix());
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("done: step 3") != std::string::npos);
 }
