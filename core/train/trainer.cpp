@@ -31,6 +31,7 @@
 #include "core/train/stop_signal.h"
 #include "core/train/strategy.h"
 #include "core/train/weight_decay_mask.h"
+#include "core/util/page_release.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
 #include "datasets/byte_batches.h"
@@ -276,7 +277,7 @@ struct Trainer::Impl {
     if (strategy->worldSize() == 1) return;
     if (!strategy->shardsState())
       for (auto& [name, buffer] : optimizer->stateBuffers())
-      if (buffer->numel() > 0) strategy->broadcastParameters(buffer->data(), buffer->numel());
+        if (buffer->numel() > 0) strategy->broadcastParameters(buffer->data(), buffer->numel());
     LossScaleState scale = loss_scaler.state();
     int64_t where[9] = {state.step, state.epoch, state.position,   last_checkpoint_step, last_eval_step,
                         catch_up,   0,           scale.good_steps, scale.skipped_steps};
@@ -319,6 +320,18 @@ struct Trainer::Impl {
     say("checkpoint " + std::filesystem::path(last_checkpoint).filename().string() + " (" + why + ")");
   }
 
+  // Each worker's peak resident memory so far ("peak_rss_mb_rank1": 812.4),
+  // summed into place over the workers that evaluate together (collective).
+  void recordPeakMemory(MetricsRecord& r) {
+    const bool together = strategy->evaluatesTogether() && strategy->worldSize() > 1;
+    std::vector<double> peaks(static_cast<size_t>(together ? strategy->worldSize() : 1), 0.0);
+    peaks[together ? static_cast<size_t>(strategy->rank()) : 0] =
+        static_cast<double>(residentMemory().peak_bytes) / (1 << 20);
+    if (together) strategy->reduceFigures(peaks.data(), static_cast<int64_t>(peaks.size()));
+    for (size_t k = 0; k < peaks.size(); ++k)
+      r.extra.emplace_back("peak_rss_mb_rank" + std::to_string(together ? k : strategy->rank()), peaks[k]);
+  }
+
   void evaluate() {
     if (state.step == last_eval_step) return;
     if (strategy->lockstep()) strategy->agreeOnBuffers(replicas->buffers());
@@ -352,6 +365,7 @@ struct Trainer::Impl {
     r.samples = last_eval.samples;
     r.images_per_s = last_eval.seconds > 0 ? last_eval.samples / last_eval.seconds : 0;
     markTokens(r);
+    recordPeakMemory(r);
     if (metrics) metrics->write(r);
     if (tensorboard)
       tensorboard->scalars(state.step, {{"test/loss", static_cast<float>(last_eval.loss)},

@@ -260,7 +260,11 @@ def dtrain_loss(dtrain, job, run_dir):
 
 # ---------------------------------------------------------------------------- PyTorch side
 
-def build_model(torch):
+def build_model(torch, DIM=None, HEADS=None, LAYERS=None, CONTEXT=None, VOCAB=None):
+    """The GPT twin of dtrain's gpt preset; by default this benchmark's sizes."""
+    g = globals()
+    DIM, HEADS, LAYERS = DIM or g["DIM"], HEADS or g["HEADS"], LAYERS or g["LAYERS"]
+    CONTEXT, VOCAB = CONTEXT or g["CONTEXT"], VOCAB or g["VOCAB"]
     nn, F = torch.nn, torch.nn.functional
 
     class Block(nn.Module):
