@@ -30,8 +30,13 @@ Bars (issue 34): model state stage 1 <= (2 + 2/N)/4 + 5%, stage 2 <= (1 + 3/N)/4
 stages 1 and 2, >= 0.8x for stage 3. The largest group is the model's largest layer, from
 `dtrain check`.
 
-Usage: scripts/bench/sharded_vs_mirrored.py [--workers N] [--rounds N] [--steps N] [--dtrain PATH]
-                                            [--json FILE]
+With --limit-mb M (root, a memory cgroup): no timing; mirrored and stage 3 are started inside a
+memory cgroup of M MB per worker (M x N for the host's workers; cgroup v1 memory.limit_in_bytes or
+v2 memory.max). Bar (issue 34): mirrored stops at once with one line naming its bytes and the
+limit; stage 3 trains the --steps to the end (the kernel kills a process over the limit).
+
+Usage: scripts/bench/sharded_vs_mirrored.py [--model gpt|mlp] [--workers N] [--rounds N] [--steps N]
+                                            [--limit-mb M] [--dtrain PATH] [--json FILE]
 """
 import argparse
 import json
@@ -176,6 +181,50 @@ def run(dtrain, work, model, n, name, workers, steps, rnd):
     return rate, state, max(peaks.values()) if peaks else 0
 
 
+def make_cgroup(limit_bytes):
+    """A memory cgroup of its own (v1 or v2) limited to limit_bytes: its directory."""
+    name = f"dtrain-bench-{os.getpid()}"
+    for root, limit_file in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes"), ("/sys/fs/cgroup", "memory.max")):
+        if not os.path.exists(os.path.join(root, "cgroup.procs")):
+            continue
+        path = os.path.join(root, name)
+        try:
+            os.makedirs(path, exist_ok=True)
+            with open(os.path.join(path, limit_file), "w") as f:
+                f.write(str(limit_bytes))
+            return path
+        except OSError:
+            continue
+    sys.exit("sharded_vs_mirrored: no memory cgroup could be made (needs root and a memory controller)")
+
+
+def limit_bar(a):
+    cgroup = make_cgroup(a.limit_mb * a.workers << 20)
+    results = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="sharded_limit_") as work:
+            for name in ("mirrored", "stage3"):
+                run_dir = os.path.join(work, name)
+                job = os.path.join(work, name + ".toml")
+                with open(job, "w") as f:
+                    f.write(job_text(a.model, run_dir, a.steps, strategy(name, a.workers)))
+                inside = f'echo $$ > {cgroup}/cgroup.procs && exec "$0" "$@"'
+                p = subprocess.run(["sh", "-c", inside, a.dtrain, "train", job, "-q"], capture_output=True,
+                                   text=True)
+                out = (p.stdout + p.stderr).strip()
+                results[name] = {"exit": p.returncode, "output": out[-600:]}
+                print(f"  {name}: exit {p.returncode}: {out.splitlines()[-1] if out else ''}", flush=True)
+    finally:
+        os.rmdir(cgroup)
+    mirrored_ok = results["mirrored"]["exit"] == 2 and len(results["mirrored"]["output"].splitlines()) == 1
+    stage3_ok = results["stage3"]["exit"] == 0
+    print(f"\n{a.model}, {a.workers} workers under {a.limit_mb} MB each: mirrored refused in one line: "
+          f"{mirrored_ok}; stage 3 trained {a.steps} steps: {stage3_ok}: {'PASS' if mirrored_ok and stage3_ok else 'FAIL'}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"limit_mb": a.limit_mb, "workers": a.workers, "results": results}, f, indent=2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", choices=list(MODELS), default="gpt")
@@ -184,11 +233,14 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--limit-mb", type=int, help="the memory-limit bar instead of timing (root)")
     a = ap.parse_args()
     if a.model == "mlp" and not os.path.isdir(DATA):
         sys.exit(f"sharded_vs_mirrored: no Fashion-MNIST in {DATA}: install dataset-fashion-mnist")
     if a.model == "gpt" and not os.path.exists(TEXT):
         sys.exit(f"sharded_vs_mirrored: no {TEXT}: install dict-gcide")
+    if a.limit_mb:
+        return limit_bar(a)
     configs = ["mirrored", "stage1", "stage2", "stage3"]
     rates = {c: [] for c in configs}
     state, rss = {}, {}
