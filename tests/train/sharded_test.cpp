@@ -95,6 +95,28 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("sharded: SGD with and without momentum and Adam train to mirrored's bits too") {
+  TempDir dir("sharded_optimizers");
+  for (const std::string optimizer :
+       {"optimizer.type=sgd", "optimizer.momentum=0.9", "optimizer.type=adam"}) {
+    CAPTURE(optimizer);
+    std::vector<std::string> more = {"--set", optimizer};
+    if (optimizer == "optimizer.momentum=0.9") more = {"--set", "optimizer.type=sgd", "--set", optimizer};
+    const std::string tag = std::to_string(more.size()) + optimizer.substr(optimizer.find('=') + 1);
+    trainNamed(dir, "mirrored" + tag, oneThread(smallJob(dir / ("mirrored" + tag), strategy("mirrored", 2))),
+               12, more);
+    for (int stage : {2, 3}) {
+      const std::string name = "stage" + std::to_string(stage) + tag;
+      trainNamed(dir, name, oneThread(smallJob(dir / name, strategy("sharded", 2, stage))), 12, more);
+      for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+        CAPTURE(file);
+        CHECK(readFile(latestOf(dir, name) + "/" + file) ==
+              readFile(latestOf(dir, "mirrored" + tag) + "/" + file));
+      }
+    }
+  }
+}
+
 TEST_CASE("sharded: stage 2 with two compute threads per worker trains to mirrored's bits") {
   // Each worker's replicas sum into the first before the reduce-scatter;
   // the others' buffers go back to the system, and must read as zeros again.
