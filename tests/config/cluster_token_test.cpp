@@ -52,6 +52,7 @@ TEST_CASE("the resolved job writes [strategy] and [cluster] with the token hidde
       "bucket_mb = 25.0\n"
       "backend = \"auto\"\n"
       "sync_batchnorm = false\n"
+      "stage = 2\n"
       "stages = 2\n"
       "micro_batches = 4\n"
       "schedule = \"1f1b\"\n"

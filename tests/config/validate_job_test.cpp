@@ -169,20 +169,33 @@ TEST_CASE("a dataset folder must exist") {
 
 TEST_CASE("strategy types: the built ones are listed, a near miss is named") {
   CHECK(validationError("\n[strategy]\ntype = \"central_storage\"\n") == "(no ConfigError)");
-  CHECK(validationError("\n[strategy]\ntype = \"central_stororage\"\n") ==
-        "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'central_storage', 'parameter_server', 'pipeline' (got \"central_stororage\"; did you mean "
-        "'central_storage'?)");
+  CHECK(
+      validationError("\n[strategy]\ntype = \"central_stororage\"\n") ==
+      "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
+      "'central_storage', 'parameter_server', 'pipeline', 'sharded' (got \"central_stororage\"; did you mean "
+      "'central_storage'?)");
   CHECK(validationError("\n[strategy]\ntype = \"mirored\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'central_storage', 'parameter_server', 'pipeline' (got \"mirored\"; did you mean 'mirrored'?)");
+        "'central_storage', 'parameter_server', 'pipeline', 'sharded' (got \"mirored\"; did you mean "
+        "'mirrored'?)");
   CHECK(validationError("\n[strategy]\ntype = \"parameter_sever\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'central_storage', 'parameter_server', 'pipeline' (got \"parameter_sever\"; did you mean "
+        "'central_storage', 'parameter_server', 'pipeline', 'sharded' (got \"parameter_sever\"; did you mean "
         "'parameter_server'?)");
   CHECK(validationError("\n[strategy]\ntype = \"ring\"\n") ==
         "job.toml:8:8: [strategy] type must be one of 'one_device', 'mirrored', 'multi_worker_mirrored', "
-        "'central_storage', 'parameter_server', 'pipeline' (got \"ring\")");
+        "'central_storage', 'parameter_server', 'pipeline', 'sharded' (got \"ring\")");
+}
+
+TEST_CASE("sharded: the stage and a worker's memory limit are checked, naming the key") {
+  CHECK(validationError("\n[strategy]\ntype = \"sharded\"\nstage = 3\n", {"job.threads=1"}) ==
+        "(no ConfigError)");
+  CHECK(validationError("\n[strategy]\ntype = \"sharded\"\nstage = 0\n").find("[strategy] stage must be") !=
+        std::string::npos);
+  CHECK(validationError("", {"job.memory_limit_mb=-1"}) ==
+        "--set job.memory_limit_mb=-1: [job] memory_limit_mb must be >= 0 (0: the memory cgroup's limit, if "
+        "any) "
+        "(got -1.0)");
 }
 
 TEST_CASE("parameter_server across hosts: each host's ps must add up to [strategy] ps") {

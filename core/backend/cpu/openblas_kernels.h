@@ -18,7 +18,9 @@ const char* openblasCoreName();
 bool isPreHaswellCore(const char* core);
 
 // When OpenBLAS chose a fallback older than Haswell on a CPU with AVX2 and
-// FMA, and OPENBLAS_CORETYPE was not set: sets OPENBLAS_CORETYPE=Haswell and
+// FMA, or other kernels than Haswell's while DTRAIN_CPU=avx2 lowers dtrain
+// to a Haswell-class CPU's level (so that it computes what such a CPU does),
+// and OPENBLAS_CORETYPE was not set: sets OPENBLAS_CORETYPE=Haswell and
 // runs this program again with the same arguments (execv of
 // /proc/self/exe; child processes inherit the setting, so this happens once
 // per command). Returns otherwise, and when the re-execution fails (the
