@@ -53,7 +53,12 @@ void ShardedStrategy::attach(const TrainingParts& parts) {
   local_ = std::make_unique<LocalStep>(parts, /*record_graphs=*/false);
   if (worldSize() == 1) return;  // one worker owns everything: it trains as one process does
   ParamStore& store = parts.replicas->store();
-  plan_ = ShardPlan(store.size(), worldSize());
+  // Shards of many 2 MiB pages start on one (the buffers are aligned so,
+  // Tensor::zerosInHugePages): a foreign shard's pages are then handed back
+  // whole, never shared with this worker's own.
+  constexpr int64_t kHugePageFloats = (int64_t(2) << 20) / 4;
+  const bool large = store.size() >= int64_t(8) * kHugePageFloats * worldSize();
+  plan_ = ShardPlan(store.size(), worldSize(), large ? kHugePageFloats : 16);
   const int64_t begin = plan_.begin(rank()), size = plan_.size(rank());
   optimizer_ = makeOptimizer(parts.job->optimizer);
   optimizer_->init(size, parts.device);

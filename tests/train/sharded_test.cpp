@@ -296,3 +296,21 @@ TEST_CASE("sharded: under a memory cgroup's limit mirrored cannot fit, stage 3 t
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("done: step 3") != std::string::npos);
 }
+
+TEST_CASE("sharded: a model of 16M parameters, its shards on 2 MiB pages, trains to mirrored's bits") {
+  // Shards of at least 8 huge pages each start on a page boundary (the
+  // other tests' models are smaller: their shards align to 16 floats).
+  TempDir dir("sharded_pages");
+  std::string hidden = "[1024";
+  for (int i = 1; i < 16; ++i) hidden += ", 1024";
+  hidden += "]";
+  trainNamed(dir, "mirrored", memoryJob(dir / "mirrored", strategy("mirrored", 2), hidden), 2);
+  for (int stage : {2, 3}) {
+    const std::string name = "stage" + std::to_string(stage);
+    trainNamed(dir, name, memoryJob(dir / name, strategy("sharded", 2, stage), hidden), 2);
+    for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+      CAPTURE(file);
+      CHECK(readFile(latestOf(dir, name) + "/" + file) == readFile(latestOf(dir, "mirrored") + "/" + file));
+    }
+  }
+}
