@@ -137,7 +137,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dtrain: error: %s\n", e.what());
     return kExitBadConfig;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "dtrain: error: out of memory; use a smaller batch_size or model\n");
+    std::fprintf(stderr,
+                 "dtrain: error: out of memory (`dtrain check` predicts a worker's memory); use a smaller "
+                 "batch_size or model, or [strategy] type = \"sharded\" with more workers\n");
     return kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dtrain: error: %s\n", e.what());

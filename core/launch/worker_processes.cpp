@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/util/process_memory.h"
 #include "core/util/process_state.h"
 
 extern char** environ;
@@ -44,6 +45,13 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return p;
 }
 
+// The system's out-of-memory kills when this process started (/proc/vmstat).
+int64_t oomKillsAtStart() {
+  static const int64_t at_start = oomKillCount();
+  return at_start;
+}
+const int64_t g_oom_kills_read_at_start = oomKillsAtStart();
+
 }  // namespace
 
 std::string describeExit(int status) {
@@ -51,8 +59,15 @@ std::string describeExit(int status) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     const char* abbrev = sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) +
-           (abbrev ? " (SIG" + std::string(abbrev) + ")" : "");
+    std::string text =
+        "was killed by signal " + std::to_string(sig) + (abbrev ? " (SIG" + std::string(abbrev) + ")" : "");
+    // The kernel's out-of-memory killer sends SIGKILL and counts its kills.
+    if (sig == SIGKILL && oomKillCount() > oomKillsAtStart())
+      text +=
+          ", by the kernel's out-of-memory killer (a memory cgroup's limit or the host's memory): `dtrain "
+          "check` predicts each worker's memory; [strategy] type = \"sharded\" keeps 1/N of the training "
+          "state (stage = 3: of the parameters too)";
+    return text;
   }
   return "ended with wait status " + std::to_string(status);
 }

@@ -8,7 +8,7 @@
 #include "core/backend/ops.h"
 #include "core/errors.h"
 #include "core/nn/device_layers.h"
-#include "core/util/page_release.h"
+#include "core/util/process_memory.h"
 #include "datasets/byte_images.h"
 #include "datasets/micro_batch.h"
 #include "models/model_builder.h"

@@ -148,7 +148,7 @@ class ReplicaSet {
   // theirs for the next step. Ranges may be processed by different threads.
   void sumGradients(int64_t begin, int64_t end);
   // CPU: the pages of replicas 1..'s gradients [begin, end), zero after
-  // sumGradients, go back to the system (core/util/page_release.h) until
+  // sumGradients, go back to the system (core/util/process_memory.h) until
   // backward writes there again: a sharded run's gradients stay resident
   // only where they are being computed or owned.
   void releaseOtherReplicasGradients(int64_t begin, int64_t end);

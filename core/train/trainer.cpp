@@ -31,7 +31,7 @@
 #include "core/train/stop_signal.h"
 #include "core/train/strategy.h"
 #include "core/train/weight_decay_mask.h"
-#include "core/util/page_release.h"
+#include "core/util/process_memory.h"
 #include "core/util/rng.h"
 #include "datasets/batch_loader.h"
 #include "datasets/byte_batches.h"

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "core/errors.h"
-#include "core/util/page_release.h"
+#include "core/util/process_memory.h"
 
 namespace dtrain {
 

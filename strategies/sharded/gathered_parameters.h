@@ -4,7 +4,7 @@
 // pass's groups in the order the model runs them: it all-gathers the next
 // group while the layers of the one before compute (prefetched one group
 // ahead), and once the compute thread has left a group, releases its pages
-// (core/util/page_release.h) and, in the step's last backward pass,
+// (core/util/process_memory.h) and, in the step's last backward pass,
 // reduce-scatters its gradients. The same calls in the same order on every
 // worker, whatever the timing: the collectives meet.
 //

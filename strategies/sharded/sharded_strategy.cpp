@@ -7,7 +7,7 @@
 #include "core/errors.h"
 #include "core/optim/grad_clip.h"
 #include "core/train/step_profile.h"
-#include "core/util/page_release.h"
+#include "core/util/process_memory.h"
 #include "strategies/batch_norm_across_workers.h"
 #include "strategies/sharded/layer_groups.h"
 

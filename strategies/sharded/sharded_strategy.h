@@ -8,7 +8,7 @@
 //    reduce-scattered as soon as backward has finished it (the buckets and
 //    the communication thread of mirrored, OverlappedReducer), and the parts
 //    of the bucket other workers own go back to the system at once
-//    (core/util/page_release.h), so the buffer is resident only in this
+//    (core/util/process_memory.h), so the buffer is resident only in this
 //    worker's shard and the buckets in flight.
 // Then each worker clips (the global norm: the shards' sums of squares
 // summed), runs the optimizer over its shard and the updated shards are

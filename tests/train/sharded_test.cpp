@@ -295,6 +295,14 @@ TEST_CASE("sharded: under a memory cgroup's limit mirrored cannot fit, stage 3 t
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("done: step 3") != std::string::npos);
+  // Told a limit far above the cgroup's, mirrored starts, and the kernel
+  // kills a worker: the host names the out-of-memory killer and what to do.
+  r = runDtrain({"train", dir / "mirrored.toml", "--set", "job.memory_limit_mb=100000"}, cgroup.prefix());
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("was killed by signal 9 (SIGKILL), by the kernel's out-of-memory killer") !=
+        std::string::npos);
+  CHECK(r.output.find("[strategy] type = \"sharded\" keeps 1/N of the training state") != std::string::npos);
 }
 
 TEST_CASE("sharded: a model of 16M parameters, its shards on 2 MiB pages, trains to mirrored's bits") {

@@ -1,5 +1,7 @@
-// Memory a buffer holds only while it is needed: zeroing a range of a host
-// buffer by handing its whole pages back to the operating system. A private
+// This process's memory as the kernel keeps it. Memory a buffer holds only
+// while it is needed: zeroing a range of a host buffer by handing its whole
+// pages back to the operating system; what is resident; and the kernel's
+// out-of-memory kills, which a host reports with its killed workers. A private
 // anonymous page (what malloc and aligned_alloc hand out, whether from the
 // heap or from a mapping of its own) reads as zeros when next touched and
 // costs no memory until then, so a flat buffer whose parts are needed one
@@ -28,5 +30,9 @@ struct ResidentMemory {
   int64_t peak_bytes = 0;
 };
 ResidentMemory residentMemory();
+
+// How many processes the kernel's out-of-memory killer has ended since boot
+// (/proc/vmstat oom_kill, memory cgroups' kills included); 0 where unknown.
+int64_t oomKillCount();
 
 }  // namespace dtrain

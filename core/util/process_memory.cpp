@@ -1,4 +1,4 @@
-#include "core/util/page_release.h"
+#include "core/util/process_memory.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -42,6 +42,17 @@ int64_t residentBytes(const float* data, int64_t n) {
   int64_t pages = 0;
   for (unsigned char c : in_core) pages += c & 1;
   return pages * static_cast<int64_t>(page);
+}
+
+int64_t oomKillCount() {
+  FILE* f = std::fopen("/proc/vmstat", "r");
+  if (!f) return 0;
+  char line[128];
+  long long kills = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "oom_kill %lld", &kills) == 1) break;
+  std::fclose(f);
+  return kills;
 }
 
 ResidentMemory residentMemory() {
