@@ -322,3 +322,39 @@ TEST_CASE("sharded: a model of 16M parameters, its shards on 2 MiB pages, trains
     }
   }
 }
+
+TEST_CASE("sharded: a stage-3 run killed mid-epoch resumes to the bits of an uninterrupted one") {
+  // smallJob checkpoints every 7 steps: killed after step 16, it resumes from 14.
+  TempDir dir("sharded_killed");
+  trainNamed(dir, "ref", oneThread(smallJob(dir / "ref", strategy("sharded", 2, 3))), 20);
+  writeFile(dir / "killed.toml", oneThread(smallJob(dir / "killed", strategy("sharded", 2, 3))));
+  checkKilledRunResumesExactly({"train", dir / "killed.toml", "-q", "--set", "train.steps=20"}, 16,
+                               dir / "killed", "step-00000014", dir / "ref");
+}
+
+TEST_CASE(
+    "sharded: kill -9 of a stage-3 worker stops the run within seconds, naming it, no thread left waiting") {
+  // The survivor's communication thread is in a gather or a reduction, its
+  // compute thread waiting for a group: the lost peer fails the collective,
+  // which wakes the waiting layer.
+  TempDir dir("sharded_kill");
+  writeFile(dir / "job.toml", oneThread(smallJob(dir / "run", strategy("sharded", 2, 3))));
+  pid_t host = startDtrain({"train", dir / "job.toml", "-q", "--set", "train.epochs=200"}, dir / "log");
+  REQUIRE(waitFor([&] { return !stepDirs(dir / "run").empty(); }, 60));
+  const std::vector<pid_t> workers = workersOf(host);
+  REQUIRE(workers.size() == 2);
+  auto t0 = std::chrono::steady_clock::now();
+  ::kill(workers[1], SIGKILL);
+  const int code = waitExit(host);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string log = readFile(dir / "log");
+  INFO(log);
+  CHECK(code == 137);
+  CHECK(took < 12.0);
+  CHECK(log.find("(pid " + std::to_string(workers[1]) + ") was killed by signal 9") != std::string::npos);
+  CHECK(::kill(workers[0], 0) == -1);  // the survivor is gone too
+  // Every checkpoint left behind is complete: the run resumes from the latest.
+  const RunResult resumed = runDtrain({"resume", dir / "run", "-q", "--set", "train.epochs=1"});
+  INFO(resumed.output);
+  CHECK(resumed.exit_code == 0);
+}
