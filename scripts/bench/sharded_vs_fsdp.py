@@ -12,7 +12,8 @@ Before timing, FSDP2's gradients are checked against one process computing the w
 batch (pytorch #162338: FSDP2 over Gloo summed instead of averaging): relative difference of the
 gradients (after the reduce-scatter, gathered whole) <= 1e-4, else reported and the run is
 marked. Speed: tokens of both processes per second over the steps after --warmup, median of
---rounds interleaved rounds. Bar (issue 34): dtrain >= 1.5x FSDP2's tokens/s.
+--rounds interleaved rounds (dtrain reads dict-gcide's text, FSDP2 seeded random tokens of the
+same shapes: a step's work does not depend on the tokens). Bar (issue 34): dtrain >= 1.5x FSDP2's tokens/s.
 
 Usage: scripts/bench/sharded_vs_fsdp.py [--steps N] [--warmup N] [--rounds N] [--dtrain PATH]
                                         [--venv DIR] [--json FILE]
