@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/nn/param_store.h"
+#include "strategies/sharded/layer_groups.h"
 
 namespace dtrain {
 
@@ -18,48 +20,22 @@ std::string megabytes(int64_t bytes) {
   return text;
 }
 
-// Each node's parameter count, in model order.
-std::vector<int64_t> nodeParameters(const Model& model) {
-  std::vector<int64_t> counts;
-  for (const Model::Node& node : model.nodes()) {
-    int64_t n = 0;
-    for (const ParamSpec& spec : node.layer->paramSpecs()) n += spec.shape.numel();
-    counts.push_back(n);
-  }
-  return counts;
-}
-
-// Stage 3's layer groups (strategies/sharded/layer_groups.h) as sizes: the
-// nodes' parameters merged until a group reaches `min_floats`; the two
-// largest groups are the most gathered at once beside a tied weight's.
+// Stage 3's gathered parameters besides the own shard: the two largest
+// layer groups the passes hold at once, and a tied weight's group kept
+// through the step (strategies/sharded/layer_groups.h, as a run plans them).
 struct GroupSizes {
   int64_t two_largest = 0, tied = 0;
 };
-GroupSizes layerGroupSizes(const Model& model, int64_t min_floats) {
-  const std::vector<int64_t> counts = nodeParameters(model);
-  std::vector<int64_t> groups;
-  std::vector<int> group_of(counts.size(), -1);
-  int64_t current = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] == 0) continue;
-    if (current == 0) groups.push_back(0);
-    groups.back() += counts[i];
-    group_of[i] = static_cast<int>(groups.size()) - 1;
-    current = groups.back() >= min_floats ? 0 : groups.back();
+GroupSizes layerGroupSizes(const Model& model, const ParamStore& layout, int64_t min_bytes) {
+  std::vector<int64_t> sizes;
+  GroupSizes out;
+  for (const LayerGroup& g : planLayerGroups(model, layout, min_bytes).groups) {
+    sizes.push_back(g.end - g.begin);
+    if (g.pinned) out.tied += g.end - g.begin;
   }
-  GroupSizes sizes;
-  std::vector<int64_t> sorted = groups;
-  std::sort(sorted.rbegin(), sorted.rend());
-  for (size_t k = 0; k < sorted.size() && k < 2; ++k) sizes.two_largest += sorted[k];
-  std::vector<char> pinned(groups.size(), 0);
-  for (size_t i = 0; i < counts.size(); ++i) {
-    const int tied = model.tiedTo(i);
-    if (tied >= 0 && group_of[static_cast<size_t>(tied)] >= 0)
-      pinned[static_cast<size_t>(group_of[tied])] = 1;
-  }
-  for (size_t g = 0; g < groups.size(); ++g)
-    if (pinned[g]) sizes.tied += groups[g];
-  return sizes;
+  std::sort(sizes.rbegin(), sizes.rend());
+  for (size_t k = 0; k < sizes.size() && k < 2; ++k) out.two_largest += sizes[k];
+  return out;
 }
 
 int64_t readLimit(const std::string& path) {
@@ -78,16 +54,14 @@ int64_t readLimit(const std::string& path) {
 
 WorkerMemory predictWorkerMemory(const JobConfig& job, const Model& model, int workers, int threads) {
   const std::string& type = job.strategy.type;
-  const int64_t n = [&] {
-    int64_t total = 0;
-    for (int64_t c : nodeParameters(model)) total += c;
-    return total;
-  }();
+  ParamStore layout;  // offsets only: nothing is allocated
+  model.registerParams(layout);
+  const int64_t n = layout.size();
   const int shards = type == "sharded" ? std::max(1, workers) : 1;
   const int stage = type == "sharded" && workers > 1 ? job.strategy.stage : 0;
   const int64_t own = (n + shards - 1) / shards;
-  const auto bucket_floats = static_cast<int64_t>(job.strategy.bucket_mb * (1 << 20) / 4);
-  const GroupSizes groups = layerGroupSizes(model, bucket_floats);
+  const auto bucket_bytes = static_cast<int64_t>(job.strategy.bucket_mb * (1 << 20));
+  const GroupSizes groups = layerGroupSizes(model, layout, bucket_bytes);
   WorkerMemory m;
   m.params = 4 * (stage == 3 ? own + groups.two_largest + groups.tied : n);
   if (job.job.device == "cuda" && (job.job.precision == "bf16" || job.job.precision == "fp16"))

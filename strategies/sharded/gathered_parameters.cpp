@@ -100,9 +100,7 @@ void GatheredParameters::gatherAll() {
 }
 
 void GatheredParameters::releaseAll() {
-  const int r = group_.rank();
-  releaseFloats(params_, 0, plan_.begin(r));
-  releaseFloats(params_, plan_.end(r), plan_.total());
+  release(LayerGroup{0, plan_.total()});
   whole_ = false;
 }
 
@@ -113,9 +111,8 @@ void GatheredParameters::gather(const LayerGroup& g) {
 
 void GatheredParameters::release(const LayerGroup& g) {
   // This worker's own part stays.
-  const int r = group_.rank();
-  releaseFloats(params_, g.begin, std::min(g.end, std::max(g.begin, plan_.begin(r))));
-  releaseFloats(params_, std::max(g.begin, std::min(g.end, plan_.end(r))), g.end);
+  plan_.forEachForeignPart(group_.rank(), g.begin, g.end,
+                           [&](int64_t b, int64_t e) { releaseFloats(params_, b, e); });
 }
 
 void GatheredParameters::runPass(int64_t pass, bool backward, bool reduce) {

@@ -5,6 +5,7 @@
 // crosses a boundary is split there: whole tensors would let one large
 // embedding or output matrix unbalance the shards.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -25,6 +26,16 @@ class ShardPlan {
   // Per rank, how many floats of [begin, end) it owns, in rank order: the
   // counts of a reduce-scatter of that range.
   std::vector<int64_t> countsWithin(int64_t begin, int64_t end) const;
+  // Calls part(b, e) for the parts of [begin, end) outside `rank`'s shard
+  // (none, one or two, in order): what a worker hands back or clears of a
+  // range once the shard owners have what they need of it.
+  template <class Part>
+  void forEachForeignPart(int rank, int64_t begin, int64_t end, Part&& part) const {
+    const int64_t own_begin = std::max(begin, std::min(end, this->begin(rank)));
+    const int64_t own_end = std::max(own_begin, std::min(end, this->end(rank)));
+    if (own_begin > begin) part(begin, own_begin);
+    if (end > own_end) part(own_end, end);
+  }
 
  private:
   std::vector<int64_t> bounds_{0};  // rank r owns [bounds_[r], bounds_[r + 1])

@@ -92,8 +92,9 @@ void ShardedStrategy::attach(const TrainingParts& parts) {
   // in this worker's shard, from the first step on.
   if (stage_ >= 2) {
     ReplicaSet& replicas = *parts.replicas;
-    releaseFloats(replicas.grads().data(), 0, begin);
-    releaseFloats(replicas.grads().data(), begin + size, store.size());
+    float* grads = replicas.grads().data();
+    plan_.forEachForeignPart(rank(), 0, store.size(),
+                             [&](int64_t b, int64_t e) { releaseFloats(grads, b, e); });
     replicas.releaseOtherReplicasGradients(0, store.size());
   }
   if (stage_ == 3) {
@@ -122,8 +123,7 @@ std::string ShardedStrategy::describeRun() const {
   if (worldSize() == 1) return local_ ? local_->describe() : "";
   const ReplicaSet& replicas = *local_->parts().replicas;
   const int64_t n = plan_.total(), own = plan_.size(rank());
-  int64_t state_floats = 0;
-  for (auto& [name, tensor] : optimizer_->stateBuffers()) state_floats += tensor->numel();
+  const int64_t state_floats = optimizerStateFloats();
   auto mb = [](int64_t floats) {
     char text[32];
     std::snprintf(text, sizeof text, "%.1f MB", megabytes(floats * 4));
@@ -148,6 +148,12 @@ std::string ShardedStrategy::describeRun() const {
          what + " sharded" + sizes + how + ", over " + group_->describe();
 }
 
+int64_t ShardedStrategy::optimizerStateFloats() const {
+  int64_t floats = 0;
+  for (auto& [name, tensor] : optimizer_->stateBuffers()) floats += tensor->numel();
+  return floats;
+}
+
 void ShardedStrategy::sumIntoShards(float* grads, int64_t n) {
   float* base = local_->parts().replicas->grads().data();  // replica 0's
   const int64_t begin = grads - base, end = begin + n;
@@ -163,20 +169,12 @@ void ShardedStrategy::sumIntoShards(float* grads, int64_t n) {
   }
   grads_peak_bytes_ = std::max(grads_peak_bytes_, resident);
   // What other workers own of the range is theirs to update.
-  const int64_t own_begin = std::max(begin, plan_.begin(rank())), own_end = std::min(end, plan_.end(rank()));
-  auto clear = [&](int64_t b, int64_t e) {
-    if (e <= b) return;
+  plan_.forEachForeignPart(rank(), begin, end, [&](int64_t b, int64_t e) {
     if (stage_ >= 2)
       releaseFloats(base, b, e);
     else
       std::fill(base + b, base + e, 0.0f);
-  };
-  if (own_end <= own_begin) {
-    clear(begin, end);
-    return;
-  }
-  clear(begin, own_begin);
-  clear(own_end, end);
+  });
 }
 
 StepFigures ShardedStrategy::step(const StepInput& in) {
@@ -193,8 +191,7 @@ StepFigures ShardedStrategy::step(const StepInput& in) {
   // What this worker holds of the training state (metrics.jsonl): the
   // parameters and gradients at their most during the step, as the
   // gathers and reductions saw them.
-  int64_t state_floats = 0;
-  for (auto& [name, tensor] : optimizer_->stateBuffers()) state_floats += tensor->numel();
+  const int64_t state_floats = optimizerStateFloats();
   out.extra.emplace_back("params_mb",
                          megabytes(gathered_ ? gathered_->peakResidentBytes() : plan_.total() * 4));
   out.extra.emplace_back("grads_peak_mb", megabytes(grads_peak_bytes_));

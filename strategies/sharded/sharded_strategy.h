@@ -70,6 +70,8 @@ class ShardedStrategy : public Strategy {
   void updateShard(const StepInput& in, StepFigures& out);
   // Every worker's updated shard to every worker.
   void gatherParameters();
+  // The floats of this worker's optimizer state (its shard's).
+  int64_t optimizerStateFloats() const;
   // Stage 3: the parameters gathered layer group by layer group in the
   // passes (GatheredParameters), which also reduce-scatter the gradients.
   void attachStageThree(const TrainingParts& parts);
