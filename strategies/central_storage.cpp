@@ -13,24 +13,16 @@ namespace dtrain {
 
 namespace {
 
-constexpr int kHolder = 0;  // the rank that holds the variables and runs the update
+// The rank that holds the variables and runs the update: the chief, whose
+// broadcasts (GroupStrategy's) are the holder's.
+constexpr int kHolder = 0;
 
 }  // namespace
 
 CentralStorageStrategy::CentralStorageStrategy(std::shared_ptr<ProcessGroup> group)
-    : group_(std::move(group)) {}
+    : GroupStrategy(std::move(group)) {}
 
 CentralStorageStrategy::~CentralStorageStrategy() = default;
-
-void CentralStorageStrategy::broadcastParameters(float* params, int64_t n) {
-  group_->broadcast(params, n, kHolder);
-}
-
-void CentralStorageStrategy::broadcastFromChief(void* data, int64_t bytes) {
-  group_->broadcastBytes(static_cast<uint8_t*>(data), bytes, kHolder);
-}
-
-void CentralStorageStrategy::reduceFigures(double* values, int64_t n) { group_->allReduceSum(values, n); }
 
 void CentralStorageStrategy::sumOntoHolder(float* grads, int64_t n) {
   // Rank 0's segment is the whole range, the others' are empty: only the

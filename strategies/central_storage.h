@@ -25,19 +25,15 @@
 #include "core/train/local_step.h"
 #include "core/train/strategy.h"
 #include "strategies/gradient_sum.h"
+#include "strategies/group_strategy.h"
 
 namespace dtrain {
 
-class CentralStorageStrategy : public Strategy {
+class CentralStorageStrategy : public GroupStrategy {
  public:
   explicit CentralStorageStrategy(std::shared_ptr<ProcessGroup> group);
   ~CentralStorageStrategy() override;
   std::string name() const override { return "central_storage"; }
-  int rank() const override { return group_->rank(); }
-  int worldSize() const override { return group_->size(); }
-  void broadcastParameters(float* params, int64_t n) override;
-  void broadcastFromChief(void* data, int64_t bytes) override;
-  void reduceFigures(double* values, int64_t n) override;
 
   void attach(const TrainingParts& parts) override;
   std::string describeRun() const override;
@@ -49,7 +45,6 @@ class CentralStorageStrategy : public Strategy {
   // unspecified).
   void sumOntoHolder(float* grads, int64_t n);
 
-  std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<LocalStep> local_;
   std::unique_ptr<GradientSum> gradients_;
 };

@@ -10,17 +10,9 @@
 namespace dtrain {
 
 MirroredStrategy::MirroredStrategy(std::string name, std::shared_ptr<ProcessGroup> group, bool elastic)
-    : name_(std::move(name)), group_(std::move(group)), elastic_(elastic) {}
+    : GroupStrategy(std::move(group)), name_(std::move(name)), elastic_(elastic) {}
 
 MirroredStrategy::~MirroredStrategy() = default;
-
-void MirroredStrategy::broadcastParameters(float* params, int64_t n) { group_->broadcast(params, n, 0); }
-
-void MirroredStrategy::broadcastFromChief(void* data, int64_t bytes) {
-  group_->broadcastBytes(static_cast<uint8_t*>(data), bytes, 0);
-}
-
-void MirroredStrategy::reduceFigures(double* values, int64_t n) { group_->allReduceSum(values, n); }
 
 void MirroredStrategy::reduceGradients(float* grads, int64_t n) { group_->allReduceSum(grads, n); }
 

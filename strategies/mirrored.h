@@ -24,19 +24,15 @@
 #include "core/train/local_step.h"
 #include "core/train/strategy.h"
 #include "strategies/gradient_sum.h"
+#include "strategies/group_strategy.h"
 
 namespace dtrain {
 
-class MirroredStrategy : public Strategy {
+class MirroredStrategy : public GroupStrategy {
  public:
   MirroredStrategy(std::string name, std::shared_ptr<ProcessGroup> group, bool elastic = false);
   ~MirroredStrategy() override;
   std::string name() const override { return name_; }
-  int rank() const override { return group_->rank(); }
-  int worldSize() const override { return group_->size(); }
-  void broadcastParameters(float* params, int64_t n) override;
-  void broadcastFromChief(void* data, int64_t bytes) override;
-  void reduceFigures(double* values, int64_t n) override;
 
   void attach(const TrainingParts& parts) override;
   std::string describeRun() const override;
@@ -54,7 +50,6 @@ class MirroredStrategy : public Strategy {
   void reduceGradients(float* grads, int64_t n);
 
   std::string name_;
-  std::shared_ptr<ProcessGroup> group_;
   bool elastic_ = false;
   std::unique_ptr<LocalStep> local_;
   std::unique_ptr<GradientSum> gradients_;

@@ -30,20 +30,12 @@ double megabytes(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20);
 }  // namespace
 
 ShardedStrategy::ShardedStrategy(int stage, std::shared_ptr<ProcessGroup> group)
-    : stage_(stage), group_(std::move(group)) {
+    : GroupStrategy(std::move(group)), stage_(stage) {
   if (stage_ < 1 || stage_ > 3)
     throw ConfigError("[strategy] stage must be 1, 2 or 3 (got " + std::to_string(stage_) + ")");
 }
 
 ShardedStrategy::~ShardedStrategy() = default;
-
-void ShardedStrategy::broadcastParameters(float* params, int64_t n) { group_->broadcast(params, n, 0); }
-
-void ShardedStrategy::broadcastFromChief(void* data, int64_t bytes) {
-  group_->broadcastBytes(static_cast<uint8_t*>(data), bytes, 0);
-}
-
-void ShardedStrategy::reduceFigures(double* values, int64_t n) { group_->allReduceSum(values, n); }
 
 void ShardedStrategy::attach(const TrainingParts& parts) {
   if (!parts.device.isCpu())

@@ -37,21 +37,17 @@
 #include "core/train/local_step.h"
 #include "core/train/strategy.h"
 #include "strategies/gradient_sum.h"
+#include "strategies/group_strategy.h"
 #include "strategies/sharded/gathered_parameters.h"
 #include "strategies/sharded/shard_plan.h"
 
 namespace dtrain {
 
-class ShardedStrategy : public Strategy {
+class ShardedStrategy : public GroupStrategy {
  public:
   ShardedStrategy(int stage, std::shared_ptr<ProcessGroup> group);
   ~ShardedStrategy() override;
   std::string name() const override { return "sharded"; }
-  int rank() const override { return group_->rank(); }
-  int worldSize() const override { return group_->size(); }
-  void broadcastParameters(float* params, int64_t n) override;
-  void broadcastFromChief(void* data, int64_t bytes) override;
-  void reduceFigures(double* values, int64_t n) override;
 
   void attach(const TrainingParts& parts) override;
   std::string describeRun() const override;
@@ -81,7 +77,6 @@ class ShardedStrategy : public Strategy {
   void streamStatePiece(size_t b, int64_t begin, int64_t count, float* out);
 
   int stage_;
-  std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<LocalStep> local_;
   std::unique_ptr<GradientSum> gradients_;        // stages 1 and 2
   std::unique_ptr<GatheredParameters> gathered_;  // stage 3
