@@ -153,13 +153,16 @@ void ShardedStrategy::sumIntoShards(float* grads, int64_t n) {
   if (stage_ >= 2) replicas.releaseOtherReplicasGradients(begin, end);  // summed into replica 0's already
   group_->reduceScatterSum(grads, plan_.countsWithin(begin, end));
   // The step's gradients are at their most before a bucket's other parts go
-  // (the backward of earlier layers writing meanwhile).
-  int64_t resident = 0;
-  for (int t = 0; t < replicas.threads(); ++t) {
-    const Tensor& g = replicas.replicaGradients(t);
-    resident += residentBytes(g.data(), g.numel());
+  // (the backward of earlier layers writing meanwhile). Stage 1 keeps them
+  // whole: nothing to measure on the communication thread.
+  if (stage_ >= 2) {
+    int64_t resident = 0;
+    for (int t = 0; t < replicas.threads(); ++t) {
+      const Tensor& g = replicas.replicaGradients(t);
+      resident += residentBytes(g.data(), g.numel());
+    }
+    grads_peak_bytes_ = std::max(grads_peak_bytes_, resident);
   }
-  grads_peak_bytes_ = std::max(grads_peak_bytes_, resident);
   // What other workers own of the range is theirs to update.
   plan_.forEachForeignPart(rank(), begin, end, [&](int64_t b, int64_t e) {
     if (stage_ >= 2)
@@ -186,7 +189,9 @@ StepFigures ShardedStrategy::step(const StepInput& in) {
   const int64_t state_floats = optimizerStateFloats();
   out.extra.emplace_back("params_mb",
                          megabytes(gathered_ ? gathered_->peakResidentBytes() : plan_.total() * 4));
-  out.extra.emplace_back("grads_peak_mb", megabytes(grads_peak_bytes_));
+  const ReplicaSet& replicas = *local_->parts().replicas;
+  const int64_t whole_grads = plan_.total() * 4 * replicas.threads();
+  out.extra.emplace_back("grads_peak_mb", megabytes(stage_ == 1 ? whole_grads : grads_peak_bytes_));
   out.extra.emplace_back("optimizer_state_mb", megabytes(state_floats * 4));
   updateShard(in, out);
   if (!gathered_) gatherParameters();  // stage 3 gathers them layer group by group in the next passes
