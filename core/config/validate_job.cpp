@@ -388,6 +388,21 @@ void checkPipeline(const Checker& c, const StrategySection& s, const ClusterSect
   }
 }
 
+// A worker's memory is predicted for the strategies whose workers all hold
+// the same (cli/memory_check); a pipeline's stages and a parameter server's
+// shards are sized apart.
+void checkMemoryLimit(const Checker& c, const StrategySection& s, const JobSection& job) {
+  if (job.memory_limit_mb <= 0) return;
+  if (s.type == "pipeline")
+    c.failOr(
+        "job.memory_limit_mb", "strategy.type",
+        "is not checked for a pipeline's stages yet; use [strategy] stage_memory_mb, which its split keeps "
+        "each stage within");
+  if (s.type == "parameter_server")
+    c.failOr("job.memory_limit_mb", "strategy.type",
+             "is not checked for a parameter server's workers and shards yet; remove it");
+}
+
 void checkSharded(const Checker& c, const StrategySection& s, const JobSection& job) {
   if (s.type == "sharded" && job.device == "cuda")
     c.failOr("strategy.type", "job.device",
@@ -621,6 +636,7 @@ void validateJob(const JobConfig& job, bool under_launcher) {
   checkSchedule(c, job.schedule, job.optimizer.lr);
   checkStrategy(c, job.strategy, job.cluster, under_launcher);
   checkSharded(c, job.strategy, job.job);
+  checkMemoryLimit(c, job.strategy, job.job);
   checkCluster(c, job.cluster, under_launcher);
   checkClusterTimesAndPolicy(c, job.cluster);
   checkElastic(c, job.cluster, job.strategy, under_launcher);

@@ -196,6 +196,11 @@ TEST_CASE("sharded: the stage and a worker's memory limit are checked, naming th
         "--set job.memory_limit_mb=-1: [job] memory_limit_mb must be >= 0 (0: the memory cgroup's limit, if "
         "any) "
         "(got -1.0)");
+  // A pipeline's stages and a parameter server's shards are not predicted: the key is refused, not ignored.
+  CHECK(validationError("\n[strategy]\ntype = \"pipeline\"\n", {"job.memory_limit_mb=100"})
+            .find("[job] memory_limit_mb is not checked for a pipeline's stages yet") != std::string::npos);
+  CHECK(validationError("\n[strategy]\ntype = \"parameter_server\"\n", {"job.memory_limit_mb=100"})
+            .find("[job] memory_limit_mb is not checked for a parameter server's") != std::string::npos);
 }
 
 TEST_CASE("parameter_server across hosts: each host's ps must add up to [strategy] ps") {
